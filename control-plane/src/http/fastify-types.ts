@@ -1,0 +1,25 @@
+import type { Scope } from '@vap/shared';
+import type { Principal } from '../modules/auth/principal.js';
+
+/** What a route declares about access; read by the auth hook and rendered into OpenAPI. */
+export interface RouteAccess {
+  /**
+   * Scope an API key needs; `false`: a credential but no scope (a permission decides);
+   * `null`: public, no credential.
+   */
+  scope?: Scope | false | null;
+  /** A permission needed beyond the scope (API keys hold it as a flag). */
+  permission?: 'canManageApiKeys';
+  /** POSTs that create or act: `Idempotency-Key` is honoured. */
+  idempotent?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig extends RouteAccess {}
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+  interface FastifyInstance {
+    docsUrl: string;
+  }
+}

@@ -1,0 +1,7 @@
+export { loadConfig, ConfigError, configSchema } from './config.js';
+export type { ControlPlaneConfig } from './config.js';
+export { buildApp } from './app.js';
+export type { AppDeps } from './app.js';
+export { startControlPlane } from './control-plane.js';
+export type { ControlPlane } from './control-plane.js';
+export { createLogger } from './logger.js';

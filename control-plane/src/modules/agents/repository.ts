@@ -1,0 +1,178 @@
+import { and, asc, count, desc, eq, ilike, sql } from 'drizzle-orm';
+import type { SQL } from 'drizzle-orm';
+import { AppError } from '@vap/shared';
+import type { Db } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import { agents } from '../../db/schema/agents.js';
+import type { AgentStatus } from '../../db/schema/agents.js';
+import { agentVersions } from '../../db/schema/agent-versions.js';
+import { offsetOf } from '../../http/pagination.js';
+import type { ListAgentsQuery } from './schemas.js';
+
+export type AgentRow = typeof agents.$inferSelect;
+export type AgentVersionRow = typeof agentVersions.$inferSelect;
+
+/** What a write stores: the configuration (without the secret) and the sealed secret. */
+export interface AgentWrite {
+  name: string;
+  tags: string[];
+  config: Record<string, unknown>;
+  llmApiKeyEncrypted: string | null;
+}
+
+export interface NewVersion {
+  changedFields: string[];
+  changesSummary: string;
+  createdBy: string;
+}
+
+const SORT_COLUMNS = { name: agents.name, createdAt: agents.createdAt, updatedAt: agents.updatedAt } as const;
+
+function nameConflict(name: string): AppError {
+  return new AppError('conflict', `An agent named "${name}" already exists in this account.`);
+}
+
+/** Every query is scoped by tenant: another tenant's agent is indistinguishable from a missing one. */
+export class AgentRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(tenantId: string, id: string, status: AgentStatus, write: AgentWrite, version: NewVersion): Promise<AgentRow> {
+    try {
+      return await this.db.transaction(async (tx) => {
+        const [row] = await tx
+          .insert(agents)
+          .values({ id, tenantId, status, version: 1, publishedVersion: null, ...write })
+          .returning();
+        await tx.insert(agentVersions).values({ agentId: id, tenantId, version: 1, snapshot: write.config, ...version });
+        return row!;
+      });
+    } catch (err) {
+      if (isUniqueViolation(err, 'agents_tenant_name_key')) throw nameConflict(write.name);
+      throw err;
+    }
+  }
+
+  async find(tenantId: string, id: string): Promise<AgentRow | undefined> {
+    const [row] = await this.db.select().from(agents).where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)));
+    return row;
+  }
+
+  async list(tenantId: string, q: ListAgentsQuery): Promise<{ rows: AgentRow[]; total: number }> {
+    const where: SQL[] = [eq(agents.tenantId, tenantId)];
+    if (q.status) where.push(eq(agents.status, q.status));
+    if (q.search) where.push(ilike(agents.name, `%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`));
+    const tags = (q.tags ?? '')
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
+    if (tags.length > 0) {
+      const arr = sql`${sql.param(tags)}::text[]`;
+      where.push(q.tagsMatch === 'all' ? sql`${agents.tags} @> ${arr}` : sql`${agents.tags} && ${arr}`);
+    }
+    const order = q.sortOrder === 'asc' ? asc : desc;
+    const cond = and(...where);
+    const [rows, totals] = await Promise.all([
+      this.db
+        .select()
+        .from(agents)
+        .where(cond)
+        .orderBy(order(SORT_COLUMNS[q.sortBy]), order(agents.id))
+        .limit(q.pageSize)
+        .offset(offsetOf(q)),
+      this.db.select({ n: count() }).from(agents).where(cond),
+    ]);
+    return { rows, total: totals[0]?.n ?? 0 };
+  }
+
+  /**
+   * Reads the agent under a row lock, lets `change` compute the new state, writes it and
+   * its version record in one transaction, so concurrent PATCHes get consecutive versions.
+   * `change` returns null to write nothing.
+   */
+  async update(
+    tenantId: string,
+    id: string,
+    change: (row: AgentRow) => { write: AgentWrite; version: NewVersion } | null,
+  ): Promise<AgentRow | undefined> {
+    let attemptedName = '';
+    try {
+      return await this.db.transaction(async (tx) => {
+        const [row] = await tx
+          .select()
+          .from(agents)
+          .where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)))
+          .for('update');
+        if (!row) return undefined;
+        const next = change(row);
+        if (!next) return row;
+        attemptedName = next.write.name;
+        const version = row.version + 1;
+        const [updated] = await tx
+          .update(agents)
+          .set({ ...next.write, version, updatedAt: sql`now()` })
+          .where(eq(agents.id, id))
+          .returning();
+        await tx.insert(agentVersions).values({ agentId: id, tenantId, version, snapshot: next.write.config, ...next.version });
+        return updated;
+      });
+    } catch (err) {
+      if (isUniqueViolation(err, 'agents_tenant_name_key')) throw nameConflict(attemptedName);
+      throw err;
+    }
+  }
+
+  async setStatus(tenantId: string, id: string, from: AgentStatus[], to: AgentStatus): Promise<{ row: AgentRow | undefined; changed: boolean }> {
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx
+        .select()
+        .from(agents)
+        .where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)))
+        .for('update');
+      if (!row || row.status === to || !from.includes(row.status)) return { row, changed: false };
+      const [updated] = await tx.update(agents).set({ status: to, updatedAt: sql`now()` }).where(eq(agents.id, id)).returning();
+      return { row: updated, changed: true };
+    });
+  }
+
+  /** Marks the current version published; returns the agent, or undefined when missing. */
+  async publish(tenantId: string, id: string, notes: string | undefined): Promise<AgentRow | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx
+        .select()
+        .from(agents)
+        .where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)))
+        .for('update');
+      if (!row) return undefined;
+      await tx
+        .update(agentVersions)
+        .set({ publishedAt: sql`coalesce(${agentVersions.publishedAt}, now())`, publishNotes: notes ?? null })
+        .where(and(eq(agentVersions.agentId, id), eq(agentVersions.version, row.version)));
+      const [updated] = await tx.update(agents).set({ publishedVersion: row.version, updatedAt: sql`now()` }).where(eq(agents.id, id)).returning();
+      return updated;
+    });
+  }
+
+  async delete(tenantId: string, id: string): Promise<boolean> {
+    const res = await this.db
+      .delete(agents)
+      .where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)))
+      .returning({ id: agents.id });
+    return res.length > 0;
+  }
+
+  async versions(tenantId: string, id: string): Promise<AgentVersionRow[]> {
+    return this.db
+      .select()
+      .from(agentVersions)
+      .where(and(eq(agentVersions.tenantId, tenantId), eq(agentVersions.agentId, id)))
+      .orderBy(desc(agentVersions.version));
+  }
+
+  async version(tenantId: string, id: string, version: number): Promise<AgentVersionRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(agentVersions)
+      .where(and(eq(agentVersions.tenantId, tenantId), eq(agentVersions.agentId, id), eq(agentVersions.version, version)));
+    return row;
+  }
+}

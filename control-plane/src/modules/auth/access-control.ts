@@ -1,0 +1,78 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '@vap/shared';
+import type { RateLimiter } from '../rate-limit/rate-limiter.js';
+import type { Authenticator } from './authenticator.js';
+import type { Principal } from './principal.js';
+
+export interface PlanLimits {
+  starter: number;
+  professional: number;
+  business: number;
+  enterprise: number;
+  anonymous: number;
+}
+
+export function rateLimitFor(p: Principal, limits: PlanLimits): number {
+  if (p.plan === 'enterprise') return p.rateLimitPerMinute ?? limits.enterprise;
+  return limits[p.plan];
+}
+
+/**
+ * One hook for every `/api/` request, in this order: resolve the credential, count the
+ * request against the tenant's (or, without a valid credential, the client address's)
+ * window and set the X-RateLimit headers, then refuse: 429, 401, 403. Unknown routes and
+ * public routes are counted but not authenticated.
+ *
+ * Every `/api/` route must declare `config.scope` (a scope, or null for public): a route
+ * that forgets is refused at start-up rather than left open.
+ */
+export function registerAccessControl(app: FastifyInstance, deps: { authenticator: Authenticator; rateLimiter: RateLimiter; limits: PlanLimits }): void {
+  app.decorateRequest('principal', null);
+
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/api/') && route.config?.scope === undefined && route.method !== 'HEAD') {
+      throw new Error(`Route ${String(route.method)} ${route.url} does not declare config.scope`);
+    }
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('X-Request-Id', req.id);
+    reply.header('X-Api-Version', '1');
+    if (!req.url.startsWith('/api/')) return;
+
+    const access = req.routeOptions.config;
+    const isPublic = req.is404 || access.scope === null;
+    const auth = isPublic ? null : await deps.authenticator.authenticate(req.headers.authorization);
+    const principal = auth?.ok ? auth.principal : null;
+
+    const rl = principal
+      ? await deps.rateLimiter.hit(`tenant:${principal.tenantId}`, rateLimitFor(principal, deps.limits))
+      : await deps.rateLimiter.hit(`ip:${req.ip}`, deps.limits.anonymous);
+    reply.headers({
+      'X-RateLimit-Limit': String(rl.limit),
+      'X-RateLimit-Remaining': String(rl.remaining),
+      'X-RateLimit-Reset': String(rl.resetAtSec),
+      'X-RateLimit-Policy': 'api-standard',
+    });
+    if (rl.exceeded) {
+      throw new AppError('rate-limited', `Rate limit of ${rl.limit} requests per minute exceeded; retry in ${rl.retryAfterSec} s.`, {
+        headers: { 'Retry-After': String(rl.retryAfterSec) },
+      });
+    }
+    if (auth === null) return;
+    if (!auth.ok) throw new AppError('unauthorized', auth.reason);
+    if (access.scope && !auth.principal.scopes.has(access.scope)) {
+      throw new AppError('forbidden', `This operation requires the scope ${access.scope}.`);
+    }
+    if (access.permission && !auth.principal[access.permission]) {
+      throw new AppError('forbidden', `This operation requires the permission ${access.permission}.`);
+    }
+    req.principal = auth.principal;
+  });
+}
+
+/** The principal of an authenticated route; throws if a route without auth asks for it. */
+export function principalOf(req: { principal: Principal | null }): Principal {
+  if (!req.principal) throw new AppError('unauthorized', 'Authentication required.');
+  return req.principal;
+}

@@ -1,0 +1,21 @@
+import { eq } from 'drizzle-orm';
+import type { Db } from '../../db/database.js';
+import { tenants } from '../../db/schema/tenants.js';
+
+export type TenantRow = typeof tenants.$inferSelect;
+export type NewTenant = typeof tenants.$inferInsert;
+
+/** Tenants. The full Tenants API comes with the agency issue; this is what the rest needs now. */
+export class TenantRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: NewTenant): Promise<TenantRow> {
+    const [out] = await this.db.insert(tenants).values(row).returning();
+    return out!;
+  }
+
+  async find(id: string): Promise<TenantRow | undefined> {
+    const [row] = await this.db.select().from(tenants).where(eq(tenants.id, id));
+    return row;
+  }
+}

@@ -1,0 +1,25 @@
+import { createBus } from '@vap/shared';
+import { ConfigError, loadConfig } from './config.js';
+import { startControlPlane } from './control-plane.js';
+import { createLogger } from './logger.js';
+
+/** The control plane alone (for several-machine deployments); `bin/platform.ts` runs everything. */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel, 'control-plane');
+  const bus = await createBus(config.natsUrl, { name: 'control-plane', onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
+  const cp = await startControlPlane(config, { bus, logger });
+  logger.info({ url: cp.url, database: cp.databaseMode, bus: bus.kind }, 'control plane listening');
+  const stop = async () => {
+    await cp.close();
+    await bus.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,54 @@
+/**
+ * The one catalogue of problem types (RFC 7807). Each slug is served as a page at
+ * `<docs_url>/errors/<slug>`; `description` is what that page says.
+ */
+export const ERROR_CATALOGUE = {
+  'malformed-request': { status: 400, title: 'Malformed request', description: 'The body is not valid JSON, or the request is missing something it must carry (a required parameter or body field). `errors` names the missing fields where there are any.' },
+  'unauthorized': { status: 401, title: 'Unauthorized', description: 'The Authorization header is missing, malformed, or carries a credential that is unknown, revoked or expired. Send `Authorization: Bearer <api key or access token>`.' },
+  'forbidden': { status: 403, title: 'Forbidden', description: 'The credential is valid but lacks the scope or permission this operation requires. The operation\'s required scope is listed in the OpenAPI document (`x-required-scope`).' },
+  'not-found': { status: 404, title: 'Not found', description: 'The resource does not exist, or belongs to another account. Both answer the same way on purpose.' },
+  'route-not-found': { status: 404, title: 'Route not found', description: 'No operation exists at this method and path. See /api/v1/openapi.json for the list.' },
+  'conflict': { status: 409, title: 'Conflict', description: 'The request conflicts with the current state of a resource, for example a duplicate name.' },
+  'invalid-state': { status: 409, title: 'Invalid state', description: 'The operation is not allowed in the resource\'s current state (for example deactivating an agent that was never activated).' },
+  'idempotency-key-in-use': { status: 409, title: 'Idempotent request in progress', description: 'A request with this Idempotency-Key is still being processed. Retry after it has finished to receive its stored response.' },
+  'idempotency-key-reused': { status: 422, title: 'Idempotency key reused', description: 'This Idempotency-Key was already used within the last 24 hours with a different request (method, path or body). Use a new key for a new request.' },
+  'payload-too-large': { status: 413, title: 'Payload too large', description: 'The request body exceeds the size this endpoint accepts.' },
+  'unsupported-media-type': { status: 415, title: 'Unsupported media type', description: 'The Content-Type is not accepted by this endpoint. JSON bodies need `Content-Type: application/json`.' },
+  'validation': { status: 422, title: 'Validation failed', description: 'The JSON is well formed but breaks a rule. `errors` lists each problem as `{field, message}`, with `field` a dotted path such as `voice.provider` and `message` stating the rule.' },
+  'rate-limited': { status: 429, title: 'Too many requests', description: 'The rate limit of the account\'s plan was exceeded. Wait for the number of seconds in `Retry-After`; the `X-RateLimit-*` headers show the limit and when the window resets.' },
+  'internal': { status: 500, title: 'Internal server error', description: 'An unexpected error. Nothing about its cause is shown; quote the `traceId` to support.' },
+  'unavailable': { status: 503, title: 'Service unavailable', description: 'A dependency is temporarily unavailable. Retry with backoff.' },
+} as const satisfies Record<string, { status: number; title: string; description: string }>;
+
+export type ErrorSlug = keyof typeof ERROR_CATALOGUE;
+
+/** One problem with one input field; `field` is a dotted path (`voice.provider`, `tags.2`). */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/**
+ * An error the API reports to its caller. Thrown anywhere below the routes; the one error
+ * handler renders it as `application/problem+json`.
+ */
+export class AppError extends Error {
+  readonly slug: ErrorSlug;
+  readonly status: number;
+  readonly errors: FieldError[] | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(slug: ErrorSlug, detail?: string, opts: { errors?: FieldError[]; headers?: Record<string, string>; cause?: unknown } = {}) {
+    super(detail ?? ERROR_CATALOGUE[slug].title, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'AppError';
+    this.slug = slug;
+    this.status = ERROR_CATALOGUE[slug].status;
+    this.errors = opts.errors;
+    this.headers = opts.headers;
+  }
+}
+
+/** Shorthand for a 422 naming one field. */
+export function validationError(field: string, message: string): AppError {
+  return new AppError('validation', `${field}: ${message}`, { errors: [{ field, message }] });
+}

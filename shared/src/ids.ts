@@ -1,0 +1,54 @@
+import { randomBytes } from 'node:crypto';
+
+/** Id prefixes from the spec ("Resources and their fields"), plus a few internal ones. */
+export const ID_PREFIXES = {
+  agt: 'agent',
+  conv: 'conversation',
+  obc: 'outbound call',
+  num: 'phone number',
+  sip: 'SIP trunk',
+  kb: 'knowledge-base document',
+  ten: 'tenant',
+  agn: 'agency',
+  usr: 'user',
+  key: 'API key',
+  sub: 'subscription',
+  inv: 'invoice or invitation',
+  pm: 'payment method',
+  rpt: 'report',
+  evt: 'event',
+  test: 'test session',
+  trace: 'trace',
+  ver: 'agent version record',
+} as const;
+
+export type IdPrefix = keyof typeof ID_PREFIXES;
+export type Id<P extends IdPrefix> = `${P}_${string}`;
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+const RANDOM_CHARS = 16; // 80 bits of randomness after the 48-bit time part
+
+/**
+ * A new id of the given type: `<prefix>_<26 chars>`, the first 10 characters encoding the
+ * creation time in milliseconds (Crockford base32), so ids sort roughly by creation and
+ * B-tree inserts stay local; the other 16 are random (80 bits).
+ */
+export function newId<P extends IdPrefix>(prefix: P, nowMs: number = Date.now()): Id<P> {
+  let time = '';
+  let t = nowMs;
+  for (let i = 0; i < 10; i++) {
+    time = CROCKFORD[t % 32]! + time;
+    t = Math.floor(t / 32);
+  }
+  const bytes = randomBytes(RANDOM_CHARS);
+  let rand = '';
+  for (let i = 0; i < RANDOM_CHARS; i++) rand += CROCKFORD[bytes[i]! & 31]!;
+  return `${prefix}_${time}${rand}`;
+}
+
+const ID_BODY = /^[0-9a-z]{26}$/;
+
+/** True when `value` is a well-formed id of the given type. */
+export function isId<P extends IdPrefix>(prefix: P, value: string): value is Id<P> {
+  return value.startsWith(`${prefix}_`) && ID_BODY.test(value.slice(prefix.length + 1));
+}
