@@ -1,4 +1,4 @@
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
@@ -48,9 +48,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       const inbound = req.headers['x-request-id'];
       return config.trustProxy && typeof inbound === 'string' && REQUEST_ID.test(inbound) ? inbound : newId('trace');
     },
-    requestIdLogLabel: 'reqId',
-    disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
-    ajv: undefined,
+    logController: new LogController({ requestIdLogLabel: 'reqId', disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
   });
   app.decorate('docsUrl', config.docsUrl);
   app.setValidatorCompiler(validatorCompiler);

@@ -1,0 +1,56 @@
+/**
+ * Everything in one process on the one-machine defaults: control plane, media gateway
+ * and background jobs, sharing one bus (in-process unless NATS_URL is set). This is what
+ * `pnpm start` runs. The two services never import each other; only this launcher
+ * knows both.
+ */
+import { ConfigError, createLogger, loadConfig, startControlPlane } from '@vap/control-plane';
+import { loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
+import { createBus } from '@vap/shared';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const gatewayConfig = loadGatewayConfig();
+  const logger = createLogger(config.logLevel, 'platform');
+  const bus = await createBus(config.natsUrl, { name: 'platform', onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
+  const cp = await startControlPlane(config, { bus, logger: logger.child({ service: 'control-plane' }) });
+  const gw = await startMediaGateway(gatewayConfig, { bus, logger: logger.child({ service: 'media-gateway' }) });
+
+  const lines = [
+    '',
+    'Voice Agent Platform is running',
+    `  API            ${config.publicUrl}/api/v1`,
+    `  API docs       ${config.publicUrl}/docs/api   (OpenAPI: ${config.publicUrl}/api/v1/openapi.json)`,
+    `  Media gateway  ${gw.url}`,
+    `  Database       ${cp.databaseMode === 'embedded' ? `embedded Postgres in ${config.dataDir}/postgres` : 'DATABASE_URL'}`,
+    `  Bus            ${bus.kind === 'nats' ? 'NATS (NATS_URL)' : 'in-process'}`,
+    '  Providers      simulated (sandbox): no provider keys are configured yet',
+  ];
+  if (cp.bootstrap) {
+    lines.push('', 'First start: created tenant, Admin user and API key. Shown once; store them now:');
+    lines.push(`  Tenant         ${cp.bootstrap.tenantId}`);
+    lines.push(`  Admin login    ${cp.bootstrap.adminEmail}${cp.bootstrap.generatedPassword ? ` / ${cp.bootstrap.generatedPassword}` : ' (password from BOOTSTRAP_ADMIN_PASSWORD)'}`);
+    lines.push(cp.bootstrap.apiKey ? `  API key        ${cp.bootstrap.apiKey}` : '  API key        the value of BOOTSTRAP_API_KEY');
+    lines.push('', `  Try: curl -H "Authorization: Bearer <API key>" ${config.publicUrl}/api/v1/agents`);
+  } else {
+    lines.push('', 'Existing database: credentials were printed on first start (or set BOOTSTRAP_* before the first start).');
+  }
+  process.stdout.write(`${lines.join('\n')}\n\n`);
+
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await gw.close();
+    await cp.close();
+    await bus.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,23 @@
+import { z } from 'zod';
+
+/** Every environment variable the media gateway reads (listed in `.env.example` too). */
+export const gatewayConfigSchema = z.object({
+  GATEWAY_HOST: z.string().default('127.0.0.1'),
+  GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
+  NATS_URL: z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined)),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface GatewayConfig {
+  host: string;
+  port: number;
+  natsUrl: string | undefined;
+  logLevel: z.infer<typeof gatewayConfigSchema>['LOG_LEVEL'];
+}
+
+export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
+  const parsed = gatewayConfigSchema.safeParse(env);
+  if (!parsed.success) throw new Error(`Invalid configuration:\n${parsed.error.issues.map((i) => `  - ${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  const e = parsed.data;
+  return Object.freeze({ host: e.GATEWAY_HOST, port: e.GATEWAY_PORT, natsUrl: e.NATS_URL, logLevel: e.LOG_LEVEL });
+}

@@ -1,0 +1,4 @@
+export { loadGatewayConfig, gatewayConfigSchema } from './config.js';
+export type { GatewayConfig } from './config.js';
+export { startMediaGateway } from './gateway.js';
+export type { MediaGateway } from './gateway.js';

@@ -1,0 +1,25 @@
+import { createBus } from '@vap/shared';
+import { pino } from 'pino';
+import { loadGatewayConfig } from './config.js';
+import { startMediaGateway } from './gateway.js';
+
+/** The media gateway alone (several-machine deployments; needs NATS_URL to reach a control plane). */
+async function main(): Promise<void> {
+  const config = loadGatewayConfig();
+  const logger = pino({ name: 'media-gateway', level: config.logLevel });
+  const bus = await createBus(config.natsUrl, { name: 'media-gateway', onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
+  const gw = await startMediaGateway(config, { bus, logger });
+  logger.info({ url: gw.url, bus: bus.kind }, 'media gateway listening');
+  const stop = async () => {
+    await gw.close();
+    await bus.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
