@@ -9,8 +9,7 @@ export default defineConfig({
       { test: { ...common, name: 'shared', root: './shared' } },
       { test: { ...common, name: 'control-plane', root: './control-plane', globalSetup: ['./test/global-setup.ts'] } },
       { test: { ...common, name: 'media-gateway', root: './media-gateway' } },
-      { test: { ...common, name: 'voice-pipeline', root: './voice-pipeline', passWithNoTests: true } },
-      { test: { ...common, name: 'loadtest', root: './loadtest', passWithNoTests: true } },
+      // voice-pipeline and loadtest join here when they have tests (a project with none fails the run).
     ],
   },
 });
