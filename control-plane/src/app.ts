@@ -56,7 +56,8 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   registerProblemHandlers(app);
 
   // Bodies are JSON; an empty body counts as no body, so `{}`-less action POSTs work.
-  app.removeContentTypeParser('application/json');
+  // Only JSON is accepted (uploads add multipart where they need it); anything else is a 415.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);

@@ -44,6 +44,7 @@ export function messageFor(issue: Issue, data: unknown): string {
   switch (issue.code) {
     case 'invalid_type': {
       const got = valueAt(data, issue.path);
+      if (issue.path.length === 0 && (data === null || data === undefined)) return 'a JSON body is required';
       if (got === undefined) return 'is required';
       return `must be ${issue.expected === 'int' ? 'an integer' : `of type ${issue.expected}`}, got ${describeType(got)}`;
     }
@@ -84,7 +85,8 @@ export function toFieldErrors(issues: readonly Issue[], data: unknown, prefix: P
       missing ||= nested.missing;
       continue;
     }
-    if (issue.code === 'invalid_type' && valueAt(data, issue.path) === undefined) missing = true;
+    const absent = issue.path.length === 0 ? data === null || data === undefined : valueAt(data, issue.path) === undefined;
+    if (issue.code === 'invalid_type' && absent) missing = true;
     errors.push({ field: path.join('.'), message: messageFor(issue, data) });
   }
   return { errors, missing };

@@ -171,5 +171,5 @@ export const versionRecordSchema = z
 
 export const versionDetailSchema = versionRecordSchema.extend({ config: z.record(z.string(), z.unknown()).describe('The full configuration at this version (secrets excluded)') });
 
-export const publishBody = z.strictObject({ notes: text(2000).optional() }).optional();
+export const publishBody = z.strictObject({ notes: text(2000).optional() }).nullish();
 export const duplicateBody = z.strictObject({ name: requiredText(100) });
