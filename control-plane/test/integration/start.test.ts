@@ -1,0 +1,121 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { pino } from 'pino';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { InProcessBus } from '@vap/shared';
+import { loadConfig } from '../../src/config.js';
+import { startControlPlane } from '../../src/control-plane.js';
+import type { ControlPlane } from '../../src/control-plane.js';
+import { agentBody } from '../helpers.js';
+
+const logger = pino({ level: 'silent' });
+const created: string[] = [];
+
+/** A new empty database on the test server, for tests of what happens on first start. */
+async function freshDatabase(): Promise<string> {
+  const base = inject('databaseUrl');
+  const name = `vap_start_${Date.now()}_${randomBytes(3).toString('hex')}`;
+  const c = new pg.Client({ connectionString: base });
+  await c.connect();
+  await c.query(`create database ${name}`);
+  await c.end();
+  created.push(name);
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+afterAll(async () => {
+  const c = new pg.Client({ connectionString: inject('databaseUrl') });
+  await c.connect();
+  for (const name of created) await c.query(`drop database if exists ${name} with (force)`);
+  await c.end();
+});
+
+function env(databaseUrl: string | undefined, extra: Record<string, string> = {}) {
+  return loadConfig({ ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), PORT: '0', LOG_LEVEL: 'silent', SECRET_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ...extra });
+}
+
+async function api(cp: ControlPlane, key: string, method: string, url: string, body?: unknown) {
+  const res = await fetch(`${cp.url}${url}`, { method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe('starting the control plane', () => {
+  it('migrates and bootstraps an empty database from BOOTSTRAP_* variables, then serves HTTP with that key', async () => {
+    const url = await freshDatabase();
+    const key = `svc_live_${randomBytes(32).toString('base64url')}`;
+    const cp = await startControlPlane(env(url, { BOOTSTRAP_API_KEY: key, BOOTSTRAP_ADMIN_EMAIL: 'ops@example.com', BOOTSTRAP_ADMIN_PASSWORD: 'correct horse battery', BOOTSTRAP_TENANT_NAME: 'Acme Voice' }), { bus: new InProcessBus(), logger });
+    try {
+      expect(cp.bootstrap).toMatchObject({ tenantId: expect.stringMatching(/^ten_/), adminEmail: 'ops@example.com' });
+      expect(cp.bootstrap?.apiKey).toBeUndefined();
+      expect(cp.bootstrap?.generatedPassword).toBeUndefined();
+      const res = await api(cp, key, 'POST', '/api/v1/agents', agentBody());
+      expect(res.status).toBe(201);
+      const { rows } = await cp.database.pool.query(`select u.role, u.password_hash, t.name, t.plan from users u join tenants t on t.id = u.tenant_id`);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ role: 'Admin', name: 'Acme Voice', plan: 'enterprise' });
+      expect(rows[0].password_hash).toMatch(/^\$argon2id\$/);
+    } finally {
+      await cp.close();
+    }
+  });
+
+  it('generates credentials when none are configured, and does not bootstrap again on restart', async () => {
+    const url = await freshDatabase();
+    const first = await startControlPlane(env(url), { bus: new InProcessBus(), logger });
+    const key = first.bootstrap?.apiKey;
+    expect(key).toMatch(/^svc_sb_/);
+    expect(first.bootstrap?.generatedPassword?.length).toBeGreaterThanOrEqual(20);
+    const agent = await api(first, key!, 'POST', '/api/v1/agents', agentBody());
+    await first.close();
+
+    const second = await startControlPlane(env(url), { bus: new InProcessBus(), logger });
+    try {
+      expect(second.bootstrap).toBeNull();
+      const again = await api(second, key!, 'GET', `/api/v1/agents/${String(agent.body.id)}`);
+      expect(again.status).toBe(200);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('lets several replicas start together on one database: one migration, one bootstrap', async () => {
+    const url = await freshDatabase();
+    const replicas = await Promise.all([0, 1, 2].map(() => startControlPlane(env(url), { bus: new InProcessBus(), logger })));
+    try {
+      expect(replicas.filter((r) => r.bootstrap !== null)).toHaveLength(1);
+      const { rows } = await replicas[0]!.database.pool.query('select count(*)::int as n from tenants');
+      expect(rows[0].n).toBe(1);
+    } finally {
+      await Promise.all(replicas.map((r) => r.close()));
+    }
+  });
+
+  it('runs on an embedded Postgres without DATABASE_URL and keeps its data across restarts', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'vap-embedded-'));
+    const port = String(50_000 + Math.floor(Math.random() * 4000));
+    try {
+      const first = await startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger });
+      expect(first.databaseMode).toBe('embedded');
+      const key = first.bootstrap!.apiKey!;
+      const agent = await api(first, key, 'POST', '/api/v1/agents', agentBody({ name: 'Persistent' }));
+      expect(agent.status).toBe(201);
+      await first.close();
+
+      const second = await startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger });
+      try {
+        expect(second.bootstrap).toBeNull();
+        const got = await api(second, key, 'GET', `/api/v1/agents/${String(agent.body.id)}`);
+        expect(got.body.name).toBe('Persistent');
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
