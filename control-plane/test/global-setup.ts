@@ -20,7 +20,7 @@ declare module 'vitest' {
  * runs the same tests. Each test file creates its own tenants, so files do not collide.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  // eslint-disable-next-line no-restricted-properties -- test harness, not service code
+   
   const serverUrl = process.env.DATABASE_URL;
   let teardown: () => Promise<void>;
   let url: string;

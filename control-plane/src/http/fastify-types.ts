@@ -15,6 +15,7 @@ export interface RouteAccess {
 }
 
 declare module 'fastify' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- declaration merging adds the fields
   interface FastifyContextConfig extends RouteAccess {}
   interface FastifyRequest {
     principal: Principal | null;

@@ -4,7 +4,7 @@ import type { BusMessage } from '@vap/shared';
 import { agentBody, call, createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 
-// eslint-disable-next-line no-restricted-properties -- test harness, not service code
+ 
 const natsUrl = process.env.TEST_NATS_URL;
 
 describe.skipIf(!natsUrl)('agent changes reach other services over NATS', () => {

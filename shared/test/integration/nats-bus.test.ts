@@ -3,7 +3,7 @@ import { NatsBus } from '../../src/bus/nats-bus.js';
 import { SUBJECTS } from '../../src/bus/subjects.js';
 
 // CI points this at the machine's NATS server; without one (a laptop) the file is skipped.
-// eslint-disable-next-line no-restricted-properties -- test harness, not service code
+ 
 const url = process.env.TEST_NATS_URL;
 
 describe.skipIf(!url)('NatsBus over a real NATS server', () => {
