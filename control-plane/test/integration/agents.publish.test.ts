@@ -70,6 +70,19 @@ describe('POST /api/v1/agents/{agentId}/publish', () => {
     expect(empty.json().publishedVersion).toBe(1);
   });
 
+  it('keeps the first publishedAt and the notes when the same version is published again without notes', async () => {
+    const agent = await createAgent();
+    expect((await publish(agent.id, { notes: 'first release' })).statusCode).toBe(200);
+    const first = await versionRecord(agent.id, 1);
+    await new Promise((r) => setTimeout(r, 20));
+    expect((await publish(agent.id)).statusCode).toBe(200);
+    const again = await versionRecord(agent.id, 1);
+    expect(again.publishNotes).toBe('first release');
+    expect(again.publishedAt).toBe(first.publishedAt);
+    expect((await publish(agent.id, { notes: 'hotfix notes' })).statusCode).toBe(200);
+    expect((await versionRecord(agent.id, 1)).publishNotes).toBe('hotfix notes');
+  });
+
   it('does not change status or version', async () => {
     const agent = await createAgent();
     await call(t.app, tenant.key, 'POST', `/api/v1/agents/${agent.id}/activate`);

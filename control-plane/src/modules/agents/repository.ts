@@ -134,7 +134,10 @@ export class AgentRepository {
     });
   }
 
-  /** Marks the current version published; returns the agent, or undefined when missing. */
+  /**
+   * Marks the current version published; returns the agent, or undefined when missing.
+   * Republishing keeps the first `publishedAt`, and the notes unless new ones are given.
+   */
   async publish(tenantId: string, id: string, notes: string | undefined): Promise<AgentRow | undefined> {
     return this.db.transaction(async (tx) => {
       const [row] = await tx
@@ -145,7 +148,7 @@ export class AgentRepository {
       if (!row) return undefined;
       await tx
         .update(agentVersions)
-        .set({ publishedAt: sql`coalesce(${agentVersions.publishedAt}, now())`, publishNotes: notes ?? null })
+        .set({ publishedAt: sql`coalesce(${agentVersions.publishedAt}, now())`, publishNotes: notes ?? sql`${agentVersions.publishNotes}` })
         .where(and(eq(agentVersions.agentId, id), eq(agentVersions.version, row.version)));
       const [updated] = await tx.update(agents).set({ publishedVersion: row.version, updatedAt: sql`now()` }).where(eq(agents.id, id)).returning();
       return updated;

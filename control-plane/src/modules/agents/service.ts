@@ -76,10 +76,11 @@ export class AgentService {
     const row = await this.repo.update(p.tenantId, id, (current) => {
       const before = current.config;
       const merged = deepMerge(before, patch);
-      const llmPatch = (patch.llm ?? {}) as Record<string, unknown>;
-      const llm = merged.llm as Record<string, unknown>;
+      const llmPatch = (isObject(patch.llm) ? patch.llm : {}) as Record<string, unknown>;
+      const llm = merged.llm as Record<string, unknown> | undefined;
       // Leaving huggingface drops its endpoint and key unless the PATCH restates them.
-      if (llm.provider !== 'huggingface' && (before.llm as Record<string, unknown>).provider === 'huggingface') {
+      // (`llm: null` leaves no llm at all; validation below reports it as required.)
+      if (llm && llm.provider !== 'huggingface' && (before.llm as Record<string, unknown>).provider === 'huggingface') {
         if (!('endpointUrl' in llmPatch)) delete llm.endpointUrl;
       }
       const config = this.validated(merged);
@@ -200,6 +201,10 @@ export class AgentService {
       at: new Date().toISOString(),
     });
   }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function versionView(v: AgentVersionRow) {
