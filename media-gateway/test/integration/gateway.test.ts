@@ -1,0 +1,45 @@
+import { pino } from 'pino';
+import { describe, expect, it, vi } from 'vitest';
+import { InProcessBus, NatsBus, SUBJECTS } from '@vap/shared';
+import type { Bus } from '@vap/shared';
+import { loadGatewayConfig } from '../../src/config.js';
+import { startMediaGateway } from '../../src/gateway.js';
+
+ 
+const natsUrl = process.env.TEST_NATS_URL;
+const logger = pino({ level: 'silent' });
+
+async function exercise(gatewayBus: Bus, controlPlaneBus: Bus): Promise<void> {
+  const gw = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0' }), { bus: gatewayBus, logger });
+  try {
+    const health = await fetch(`${gw.url}/healthz`);
+    expect(await health.json()).toEqual({ status: 'ok', bus: gatewayBus.kind, activeCalls: 0 });
+    if (gatewayBus instanceof NatsBus) await gatewayBus.flush();
+    await controlPlaneBus.publish('agentChanged', SUBJECTS.agentChanged.subject('ten_a', 'agt_a'), { tenantId: 'ten_a', agentId: 'agt_a', version: 4, change: 'updated', at: new Date().toISOString() });
+    await vi.waitFor(() => expect(gw.invalidatedAgents.has('agt_a')).toBe(true), { timeout: 3000 });
+  } finally {
+    await gw.close();
+  }
+}
+
+describe('media gateway', () => {
+  it('serves health and drops cached agents the control plane changed (in-process bus)', async () => {
+    const bus = new InProcessBus();
+    await exercise(bus, bus);
+  });
+
+  it.skipIf(!natsUrl)('hears the control plane over a real NATS server', async () => {
+    const gwBus = await NatsBus.connect(natsUrl!, { name: 'gw-test' });
+    const cpBus = await NatsBus.connect(natsUrl!, { name: 'cp-test' });
+    try {
+      await exercise(gwBus, cpBus);
+    } finally {
+      await gwBus.close();
+      await cpBus.close();
+    }
+  });
+
+  it('rejects a bad port in its configuration', () => {
+    expect(() => loadGatewayConfig({ GATEWAY_PORT: '70000' })).toThrow(/GATEWAY_PORT/);
+  });
+});
