@@ -9,7 +9,8 @@ export default defineConfig({
       { test: { ...common, name: 'shared', root: './shared' } },
       { test: { ...common, name: 'control-plane', root: './control-plane', globalSetup: ['./test/global-setup.ts'] } },
       { test: { ...common, name: 'media-gateway', root: './media-gateway' } },
-      // voice-pipeline and loadtest join here when they have tests (a project with none fails the run).
+      { test: { ...common, name: 'loadtest', root: './loadtest' } },
+      // voice-pipeline joins here when it has tests (a project with none fails the run).
     ],
   },
 });
