@@ -4,7 +4,7 @@
  * `pnpm start` runs. The two services never import each other; only this launcher
  * knows both.
  */
-import { ConfigError, createLogger, loadConfig, startControlPlane } from '@vap/control-plane';
+import { ConfigError, bootstrapBanner, createLogger, loadConfig, startControlPlane } from '@vap/control-plane';
 import { loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
 import { createBus } from '@vap/shared';
 
@@ -26,15 +26,7 @@ async function main(): Promise<void> {
     `  Bus            ${bus.kind === 'nats' ? 'NATS (NATS_URL)' : 'in-process'}`,
     '  Providers      simulated (sandbox): no provider keys are configured yet',
   ];
-  if (cp.bootstrap) {
-    lines.push('', 'First start: created tenant, Admin user and API key. Shown once; store them now:');
-    lines.push(`  Tenant         ${cp.bootstrap.tenantId}`);
-    lines.push(`  Admin login    ${cp.bootstrap.adminEmail}${cp.bootstrap.generatedPassword ? ` / ${cp.bootstrap.generatedPassword}` : ' (password from BOOTSTRAP_ADMIN_PASSWORD)'}`);
-    lines.push(cp.bootstrap.apiKey ? `  API key        ${cp.bootstrap.apiKey}` : '  API key        the value of BOOTSTRAP_API_KEY');
-    lines.push('', `  Try: curl -H "Authorization: Bearer <API key>" ${config.publicUrl}/api/v1/agents`);
-  } else {
-    lines.push('', 'Existing database: credentials were printed on first start (or set BOOTSTRAP_* before the first start).');
-  }
+  lines.push('', ...bootstrapBanner(cp.bootstrap, config.publicUrl));
   process.stdout.write(`${lines.join('\n')}\n\n`);
 
   let stopping = false;

@@ -5,3 +5,4 @@ export type { AppDeps } from './app.js';
 export { startControlPlane } from './control-plane.js';
 export type { ControlPlane } from './control-plane.js';
 export { createLogger } from './logger.js';
+export { bootstrapBanner } from './modules/tenants/bootstrap-banner.js';
