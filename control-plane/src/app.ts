@@ -84,7 +84,8 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   await app.register(fastifySwaggerUi, { routePrefix: '/docs/api', uiConfig: { url: '/api/v1/openapi.json' } as Record<string, unknown> });
 
   const pool = deps.database.pool;
-  registerAccessControl(app, { authenticator: new Authenticator(pool), rateLimiter: new RateLimiter(pool, deps.now), limits: config.rateLimits });
+  const now = deps.now ?? Date.now;
+  registerAccessControl(app, { authenticator: new Authenticator(pool), rateLimiter: new RateLimiter(pool, now), limits: config.rateLimits, now });
   registerIdempotency(app, new IdempotencyStore(pool));
   registerErrorDocs(app);
 

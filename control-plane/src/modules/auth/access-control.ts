@@ -26,7 +26,7 @@ export function rateLimitFor(p: Principal, limits: PlanLimits): number {
  * Every `/api/` route must declare `config.scope` (a scope, or null for public): a route
  * that forgets is refused at start-up rather than left open.
  */
-export function registerAccessControl(app: FastifyInstance, deps: { authenticator: Authenticator; rateLimiter: RateLimiter; limits: PlanLimits }): void {
+export function registerAccessControl(app: FastifyInstance, deps: { authenticator: Authenticator; rateLimiter: RateLimiter; limits: PlanLimits; now: () => number }): void {
   app.decorateRequest('principal', null);
 
   app.addHook('onRoute', (route) => {
@@ -42,11 +42,11 @@ export function registerAccessControl(app: FastifyInstance, deps: { authenticato
 
     const access = req.routeOptions.config;
     const isPublic = req.is404 || access.scope === null;
-    const auth = isPublic ? null : await deps.authenticator.authenticate(req.headers.authorization);
-    const principal = auth?.ok ? auth.principal : null;
-
-    const rl = principal
-      ? await deps.rateLimiter.hit(`tenant:${principal.tenantId}`, rateLimitFor(principal, deps.limits))
+    const nowMs = deps.now();
+    const auth = isPublic ? null : await deps.authenticator.authenticate(req.headers.authorization, deps.rateLimiter.windowStart(nowMs));
+    // A valid key was counted in its tenant's window by the lookup itself; anything else counts per address.
+    const rl = auth?.ok
+      ? deps.rateLimiter.verdict(auth.windowCount, rateLimitFor(auth.principal, deps.limits), nowMs)
       : await deps.rateLimiter.hit(`ip:${req.ip}`, deps.limits.anonymous);
     reply.headers({
       'X-RateLimit-Limit': String(rl.limit),

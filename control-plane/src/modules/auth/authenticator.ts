@@ -5,6 +5,7 @@ import { hashKey, parseKey } from '../api-keys/key-material.js';
 import type { AuthResult } from './principal.js';
 
 interface KeyRow {
+  window_count: number | null;
   id: string;
   tenant_id: string;
   scopes: Scope[];
@@ -17,16 +18,25 @@ interface KeyRow {
   tenant_status: string;
 }
 
-// One indexed lookup per request; `touch` says whether lastUsedAt is stale enough to write.
-const LOOKUP = {
+// One round trip per request: the key lookup and, for a usable key, the count of this
+// request in its tenant's rate-limit window ($2 = window start), in one statement.
+// `touch` says whether lastUsedAt is stale enough to write.
+const LOOKUP_AND_COUNT = {
   name: 'auth-api-key',
-  text: `select k.id, k.tenant_id, k.scopes, k.can_manage_api_keys,
-                (k.expires_at is not null and k.expires_at <= now()) as expired,
-                (k.revoked_at is not null) as revoked,
-                (k.last_used_at is null or k.last_used_at < now() - interval '60 seconds') as touch,
-                t.plan, t.rate_limit_per_minute, t.status as tenant_status
-           from api_keys k join tenants t on t.id = k.tenant_id
-          where k.key_hash = $1`,
+  text: `with k as (
+           select k.id, k.tenant_id, k.scopes, k.can_manage_api_keys,
+                  (k.expires_at is not null and k.expires_at <= now()) as expired,
+                  (k.revoked_at is not null) as revoked,
+                  (k.last_used_at is null or k.last_used_at < now() - interval '60 seconds') as touch,
+                  t.plan, t.rate_limit_per_minute, t.status as tenant_status
+             from api_keys k join tenants t on t.id = k.tenant_id
+            where k.key_hash = $1),
+         hit as (
+           insert into rate_limit_windows (bucket, window_start, count)
+           select 'tenant:' || tenant_id, $2, 1 from k where not expired and not revoked and tenant_status = 'active'
+           on conflict (bucket, window_start) do update set count = rate_limit_windows.count + 1
+           returning count)
+         select k.*, (select count from hit) as window_count from k`,
 };
 
 /**
@@ -36,13 +46,17 @@ const LOOKUP = {
 export class Authenticator {
   constructor(private readonly pool: pg.Pool) {}
 
-  async authenticate(header: string | undefined): Promise<AuthResult> {
+  /**
+   * Resolves the credential and, when it is usable, counts the request in the tenant's
+   * rate-limit window starting at `windowStartMs` (see {@link RateLimiter}).
+   */
+  async authenticate(header: string | undefined, windowStartMs: number): Promise<AuthResult> {
     if (!header) return { ok: false, reason: 'Missing Authorization header; send "Authorization: Bearer <api key>".' };
     const m = /^Bearer +(\S+)\s*$/i.exec(header);
     if (!m) return { ok: false, reason: 'Malformed Authorization header; expected "Bearer <token>".' };
     const token = m[1]!;
     if (!parseKey(token)) return { ok: false, reason: 'The bearer token is not a valid API key or access token.' };
-    const res = await this.pool.query<KeyRow>({ ...LOOKUP, values: [hashKey(token)] });
+    const res = await this.pool.query<KeyRow>({ ...LOOKUP_AND_COUNT, values: [hashKey(token), windowStartMs] });
     const row = res.rows[0];
     if (!row) return { ok: false, reason: 'Unknown API key.' };
     if (row.revoked) return { ok: false, reason: 'This API key has been revoked.' };
@@ -56,6 +70,7 @@ export class Authenticator {
     }
     return {
       ok: true,
+      windowCount: row.window_count ?? 1,
       principal: {
         kind: 'api_key',
         actorId: row.id,

@@ -20,8 +20,9 @@ const HIT = {
 };
 
 /**
- * Fixed one-minute windows counted in Postgres, so every replica shares one counter.
- * One upsert per request; the housekeeping job deletes past windows.
+ * Fixed one-minute windows counted in Postgres (an unlogged table), so every replica
+ * shares one counter. Requests with a valid API key are counted by the authenticator's
+ * lookup in the same statement; others by {@link hit}. The housekeeping job deletes past windows.
  */
 export class RateLimiter {
   constructor(
@@ -29,12 +30,21 @@ export class RateLimiter {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** Start (epoch ms) of the window that holds this moment. */
+  windowStart(nowMs: number = this.now()): number {
+    return nowMs - (nowMs % WINDOW_MS);
+  }
+
+  /** Counts one request in `bucket`'s current window. */
   async hit(bucket: string, limit: number): Promise<RateLimitResult> {
     const nowMs = this.now();
-    const windowStart = nowMs - (nowMs % WINDOW_MS);
-    const res = await this.pool.query<{ count: number }>({ ...HIT, values: [bucket, windowStart] });
-    const count = res.rows[0]!.count;
-    const resetMs = windowStart + WINDOW_MS;
+    const res = await this.pool.query<{ count: number }>({ ...HIT, values: [bucket, this.windowStart(nowMs)] });
+    return this.verdict(res.rows[0]!.count, limit, nowMs);
+  }
+
+  /** The verdict for the `count`-th request of the window holding `nowMs` (counted elsewhere). */
+  verdict(count: number, limit: number, nowMs: number = this.now()): RateLimitResult {
+    const resetMs = this.windowStart(nowMs) + WINDOW_MS;
     return {
       limit,
       remaining: Math.max(0, limit - count),
