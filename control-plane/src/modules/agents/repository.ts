@@ -28,6 +28,18 @@ export interface NewVersion {
 
 const SORT_COLUMNS = { name: agents.name, createdAt: agents.createdAt, updatedAt: agents.updatedAt } as const;
 
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+/** Reads a tenant's agent under a row lock, for read-modify-write inside a transaction. */
+async function lockAgent(tx: Tx, tenantId: string, id: string): Promise<AgentRow | undefined> {
+  const [row] = await tx
+    .select()
+    .from(agents)
+    .where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)))
+    .for('update');
+  return row;
+}
+
 function nameConflict(name: string): AppError {
   return new AppError('conflict', `An agent named "${name}" already exists in this account.`);
 }
@@ -97,11 +109,7 @@ export class AgentRepository {
     let attemptedName = '';
     try {
       return await this.db.transaction(async (tx) => {
-        const [row] = await tx
-          .select()
-          .from(agents)
-          .where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)))
-          .for('update');
+        const row = await lockAgent(tx, tenantId, id);
         if (!row) return undefined;
         const next = change(row);
         if (!next) return row;
@@ -123,11 +131,7 @@ export class AgentRepository {
 
   async setStatus(tenantId: string, id: string, from: AgentStatus[], to: AgentStatus): Promise<{ row: AgentRow | undefined; changed: boolean }> {
     return this.db.transaction(async (tx) => {
-      const [row] = await tx
-        .select()
-        .from(agents)
-        .where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)))
-        .for('update');
+      const row = await lockAgent(tx, tenantId, id);
       if (!row || row.status === to || !from.includes(row.status)) return { row, changed: false };
       const [updated] = await tx.update(agents).set({ status: to, updatedAt: sql`now()` }).where(eq(agents.id, id)).returning();
       return { row: updated, changed: true };
@@ -140,11 +144,7 @@ export class AgentRepository {
    */
   async publish(tenantId: string, id: string, notes: string | undefined): Promise<AgentRow | undefined> {
     return this.db.transaction(async (tx) => {
-      const [row] = await tx
-        .select()
-        .from(agents)
-        .where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)))
-        .for('update');
+      const row = await lockAgent(tx, tenantId, id);
       if (!row) return undefined;
       await tx
         .update(agentVersions)
