@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { InProcessBus, SCOPES, newId } from '@vap/shared';
 import type { Bus, Scope } from '@vap/shared';
 import { buildApp } from '../src/app.js';
@@ -104,4 +104,11 @@ export function agentBody(overrides: Record<string, unknown> = {}): Record<strin
     systemPromptTemplate: 'You are {{persona}}. Help the caller.',
     ...overrides,
   };
+}
+
+/** Creates an agent through the API (asserting 201) and returns it. */
+export async function createAgentFor(app: FastifyInstance, key: string, overrides: Record<string, unknown> = {}) {
+  const res = await call(app, key, 'POST', '/api/v1/agents', agentBody(overrides));
+  expect(res.statusCode).toBe(201);
+  return res.json();
 }

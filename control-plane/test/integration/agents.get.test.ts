@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@vap/shared';
-import { agentBody, call, createTenant, createTestApp } from '../helpers.js';
+import { call, createAgentFor, createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 
 let t: TestApp;
@@ -12,11 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-async function createAgent(overrides: Record<string, unknown> = {}) {
-  const res = await call(t.app, tenant.key, 'POST', '/api/v1/agents', agentBody(overrides));
-  expect(res.statusCode).toBe(201);
-  return res.json();
-}
+const createAgent = (overrides: Record<string, unknown> = {}) => createAgentFor(t.app, tenant.key, overrides);
 
 describe('GET /api/v1/agents/{agentId}', () => {
   it('returns the agent with every field, defaults included', async () => {

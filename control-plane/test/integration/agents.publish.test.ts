@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { InProcessBus, newId } from '@vap/shared';
 import type { BusMessage } from '@vap/shared';
-import { agentBody, call, createTenant, createTestApp } from '../helpers.js';
+import { call, createAgentFor, createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 
 let t: TestApp;
@@ -15,11 +15,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-async function createAgent(overrides: Record<string, unknown> = {}) {
-  const res = await call(t.app, tenant.key, 'POST', '/api/v1/agents', agentBody(overrides));
-  expect(res.statusCode).toBe(201);
-  return res.json();
-}
+const createAgent = (overrides: Record<string, unknown> = {}) => createAgentFor(t.app, tenant.key, overrides);
 
 async function patch(id: string, body: unknown) {
   const res = await call(t.app, tenant.key, 'PATCH', `/api/v1/agents/${id}`, body);
