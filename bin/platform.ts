@@ -6,7 +6,7 @@
  */
 import { ConfigError, bootstrapBanner, createLogger, loadConfig, startControlPlane } from '@vap/control-plane';
 import { loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
-import { createBus } from '@vap/shared';
+import { createBus, stopOnSignals } from '@vap/shared';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -29,17 +29,11 @@ async function main(): Promise<void> {
   lines.push('', ...bootstrapBanner(cp.bootstrap, config.publicUrl));
   process.stdout.write(`${lines.join('\n')}\n\n`);
 
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
+  stopOnSignals(async () => {
     await gw.close();
     await cp.close();
     await bus.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', () => void stop());
-  process.once('SIGTERM', () => void stop());
+  });
 }
 
 main().catch((err: unknown) => {

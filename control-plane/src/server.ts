@@ -1,4 +1,4 @@
-import { createBus } from '@vap/shared';
+import { createBus, stopOnSignals } from '@vap/shared';
 import { ConfigError, loadConfig } from './config.js';
 import { startControlPlane } from './control-plane.js';
 import { createLogger } from './logger.js';
@@ -13,13 +13,10 @@ async function main(): Promise<void> {
   logger.info({ url: cp.url, database: cp.databaseMode, bus: bus.kind }, 'control plane listening');
   // Generated credentials exist nowhere else: print them once, outside the JSON log.
   process.stdout.write(`${bootstrapBanner(cp.bootstrap, config.publicUrl).join('\n')}\n`);
-  const stop = async () => {
+  stopOnSignals(async () => {
     await cp.close();
     await bus.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', () => void stop());
-  process.once('SIGTERM', () => void stop());
+  });
 }
 
 main().catch((err: unknown) => {

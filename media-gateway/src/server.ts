@@ -1,4 +1,4 @@
-import { createBus } from '@vap/shared';
+import { createBus, stopOnSignals } from '@vap/shared';
 import { pino } from 'pino';
 import { loadGatewayConfig } from './config.js';
 import { startMediaGateway } from './gateway.js';
@@ -10,13 +10,10 @@ async function main(): Promise<void> {
   const bus = await createBus(config.natsUrl, { name: 'media-gateway', onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
   const gw = await startMediaGateway(config, { bus, logger });
   logger.info({ url: gw.url, bus: bus.kind }, 'media gateway listening');
-  const stop = async () => {
+  stopOnSignals(async () => {
     await gw.close();
     await bus.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', () => void stop());
-  process.once('SIGTERM', () => void stop());
+  });
 }
 
 main().catch((err: unknown) => {

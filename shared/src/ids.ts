@@ -19,7 +19,6 @@ export const ID_PREFIXES = {
   evt: 'event',
   test: 'test session',
   trace: 'trace',
-  ver: 'agent version record',
 } as const;
 
 export type IdPrefix = keyof typeof ID_PREFIXES;

@@ -7,3 +7,4 @@ export * from './bus/bus.js';
 export { InProcessBus } from './bus/in-process-bus.js';
 export { NatsBus } from './bus/nats-bus.js';
 export { createBus } from './bus/create-bus.js';
+export { stopOnSignals } from './shutdown.js';

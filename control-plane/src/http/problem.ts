@@ -61,7 +61,6 @@ export function registerProblemHandlers(app: FastifyInstance): void {
     const code = (err as FastifyError).code;
     const known = code ? FASTIFY_CLIENT_ERRORS[code] : undefined;
     if (known) return sendProblem(req, reply, known.slug, known.detail);
-    if (err instanceof SyntaxError && (err as FastifyError).statusCode === 400) return sendProblem(req, reply, 'malformed-request', 'The request body is not valid JSON.');
     const status = (err as FastifyError).statusCode;
     if (status !== undefined && status >= 400 && status < 500) {
       req.log.info({ err }, 'client error');

@@ -74,6 +74,15 @@ describe('HTTP conventions', () => {
     expect(none.json().errors).toEqual([{ field: '', message: 'a JSON body is required' }]);
   });
 
+  it('answers 413 for a body over 1 MiB, and stores nothing', async () => {
+    const before = (await t.database.pool.query('select count(*)::int as n from agents where tenant_id = $1', [tenant.tenantId])).rows[0].n;
+    const res = await call(t.app, tenant.key, 'POST', '/api/v1/agents', agentBody({ systemPromptTemplate: 'x'.repeat(1024 * 1024 + 1) }));
+    expect(res.statusCode).toBe(413);
+    expect(res.json().type).toMatch(/\/errors\/payload-too-large$/);
+    const after = (await t.database.pool.query('select count(*)::int as n from agents where tenant_id = $1', [tenant.tenantId])).rows[0].n;
+    expect(after).toBe(before);
+  });
+
   it('accepts an action POST without a body', async () => {
     const created = (await call(t.app, tenant.key, 'POST', '/api/v1/agents', agentBody())).json();
     const res = await t.app.inject({ method: 'POST', url: `/api/v1/agents/${created.id}/publish`, headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' } });

@@ -103,6 +103,31 @@ describe('Idempotency-Key', () => {
     expect(again.json().id).toBe(first.json().id);
   });
 
+  it('lets a new request take over a claim whose process died (in progress for over 60 s)', async () => {
+    await t.database.pool.query(
+      `insert into idempotency_keys (tenant_id, key, request_hash, state, created_at, expires_at)
+       values ($1, 'orphan-1', 'hash-of-a-request-that-never-finished', 'in_progress', now() - interval '61 seconds', now() + interval '1 day')`,
+      [tenant.tenantId],
+    );
+    const body = agentBody();
+    const res = await call(t.app, tenant.key, 'POST', '/api/v1/agents', body, { 'idempotency-key': 'orphan-1' });
+    expect(res.statusCode).toBe(201);
+    const replay = await call(t.app, tenant.key, 'POST', '/api/v1/agents', body, { 'idempotency-key': 'orphan-1' });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.json().id).toBe(res.json().id);
+  });
+
+  it('releases a claim on request (5xx path), so the retry runs again', async () => {
+    const store = new IdempotencyStore(t.database.pool);
+    expect(await store.claim(tenant.tenantId, 'released-1', 'h1')).toEqual({ kind: 'claimed' });
+    expect(await store.claim(tenant.tenantId, 'released-1', 'h1')).toEqual({ kind: 'in_progress' });
+    await store.release(tenant.tenantId, 'released-1');
+    expect(await store.claim(tenant.tenantId, 'released-1', 'h1')).toEqual({ kind: 'claimed' });
+    await store.complete(tenant.tenantId, 'released-1', 201, '{"ok":true}', 'application/json');
+    await store.release(tenant.tenantId, 'released-1');
+    expect(await store.claim(tenant.tenantId, 'released-1', 'h1')).toEqual({ kind: 'replay', status: 201, body: '{"ok":true}', contentType: 'application/json' });
+  });
+
   it('rejects a malformed key with 422 naming the header', async () => {
     const res = await call(t.app, tenant.key, 'POST', '/api/v1/agents', agentBody(), { 'idempotency-key': 'x'.repeat(300) });
     expect(res.statusCode).toBe(422);

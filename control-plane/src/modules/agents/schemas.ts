@@ -107,7 +107,6 @@ export const agentConfigSchema = z.strictObject({
   tags: z.array(requiredText(50)).max(20, 'must have at most 20 items').default([]),
 });
 
-export type AgentConfigInput = z.input<typeof agentConfigSchema>;
 export type AgentConfig = z.output<typeof agentConfigSchema>;
 
 /**

@@ -1,14 +1,13 @@
 import { AppError, SUBJECTS, newId } from '@vap/shared';
-import type { Bus } from '@vap/shared';
-import type { Payload } from '@vap/shared';
+import type { Bus, Payload } from '@vap/shared';
+import { toPage } from '../../http/pagination.js';
+import { toFieldErrors } from '../../http/validation.js';
 import type { SecretBox } from '../../secret-box.js';
 import type { Principal } from '../auth/principal.js';
-import { toPage } from '../../http/pagination.js';
 import type { AgentRepository, AgentRow, AgentVersionRow, AgentWrite } from './repository.js';
 import { changedPaths, checkAgentRules, deepMerge } from './rules.js';
 import { agentConfigSchema } from './schemas.js';
 import type { AgentConfig, ListAgentsQuery } from './schemas.js';
-import { toFieldErrors } from '../../http/validation.js';
 
 /** An agent as the API returns it. */
 export type AgentView = Omit<AgentConfig, 'llm'> & {
@@ -47,9 +46,10 @@ export class AgentService {
     this.secrets = deps.secrets;
   }
 
+  /** `input` has passed the route's schema; only the cross-field rules are left to check. */
   async create(p: Principal, input: AgentConfig): Promise<AgentView> {
-    const config = this.validated(input);
-    const write = this.toWrite(config, null);
+    this.assertRules(input);
+    const write = this.toWrite(input, null);
     const row = await this.repo.insert(p.tenantId, newId('agt'), 'draft', write, { changedFields: [], changesSummary: 'Created', createdBy: p.actorId });
     await this.announce(row, 'created');
     return this.view(row);
@@ -165,9 +165,13 @@ export class AgentService {
       const { errors } = toFieldErrors(parsed.error.issues, input);
       throw new AppError('validation', 'The agent configuration breaks a rule; see errors.', { errors });
     }
-    const errors = checkAgentRules(parsed.data);
-    if (errors.length > 0) throw new AppError('validation', 'The agent configuration breaks a rule; see errors.', { errors });
+    this.assertRules(parsed.data);
     return parsed.data;
+  }
+
+  private assertRules(config: AgentConfig): void {
+    const errors = checkAgentRules(config);
+    if (errors.length > 0) throw new AppError('validation', 'The agent configuration breaks a rule; see errors.', { errors });
   }
 
   /** Splits a valid configuration into what is stored in the clear and the sealed key. */

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hash } from '@node-rs/argon2';
-import { newId } from '@vap/shared';
-import { SCOPES } from '@vap/shared';
+import { SCOPES, newId } from '@vap/shared';
 import type { Logger } from 'pino';
 import type { ControlPlaneConfig } from '../../config.js';
 import type { Database } from '../../db/database.js';

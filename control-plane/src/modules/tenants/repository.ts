@@ -1,4 +1,3 @@
-import { eq } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { tenants } from '../../db/schema/tenants.js';
 
@@ -12,10 +11,5 @@ export class TenantRepository {
   async insert(row: NewTenant): Promise<TenantRow> {
     const [out] = await this.db.insert(tenants).values(row).returning();
     return out!;
-  }
-
-  async find(id: string): Promise<TenantRow | undefined> {
-    const [row] = await this.db.select().from(tenants).where(eq(tenants.id, id));
-    return row;
   }
 }
