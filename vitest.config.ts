@@ -10,7 +10,7 @@ export default defineConfig({
       { test: { ...common, name: 'control-plane', root: './control-plane', globalSetup: ['./test/global-setup.ts'] } },
       { test: { ...common, name: 'media-gateway', root: './media-gateway' } },
       { test: { ...common, name: 'loadtest', root: './loadtest' } },
-      // voice-pipeline joins here when it has tests (a project with none fails the run).
+      { test: { ...common, name: 'voice-pipeline', root: './voice-pipeline' } },
     ],
   },
 });

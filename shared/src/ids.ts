@@ -19,6 +19,9 @@ export const ID_PREFIXES = {
   evt: 'event',
   test: 'test session',
   trace: 'trace',
+  msg: 'conversation message (internal)',
+  turn: 'transcript turn (internal)',
+  gw: 'media gateway instance (internal)',
 } as const;
 
 export type IdPrefix = keyof typeof ID_PREFIXES;

@@ -8,3 +8,4 @@ export { InProcessBus } from './bus/in-process-bus.js';
 export { NatsBus } from './bus/nats-bus.js';
 export { createBus } from './bus/create-bus.js';
 export { stopOnSignals } from './shutdown.js';
+export * from './agent-config.js';

@@ -1,5 +1,5 @@
-import type { SubjectName, Payload } from './subjects.js';
-import { SUBJECTS } from './subjects.js';
+import type { SubjectName, Payload, RequestName, RequestPayload, ReplyPayload } from './subjects.js';
+import { REQUESTS, SUBJECTS } from './subjects.js';
 
 /** Headers carried with a message; `traceId` joins gateway and API logs (STYLE.md §8). */
 export interface BusHeaders {
@@ -17,6 +17,26 @@ export interface BusSubscription {
   close(): Promise<void>;
 }
 
+/** Options of a subscription. */
+export interface SubscribeOptions {
+  /**
+   * Queue group: each message goes to one member of the group instead of to all. Control
+   * planes persist call data as the group `control-plane`, so N replicas store it once.
+   */
+  queue?: string;
+}
+
+/** A request that got no reply: nobody is listening, or the responder was too slow. */
+export class BusRequestError extends Error {
+  constructor(
+    readonly code: 'no-responders' | 'timeout' | 'responder-failed',
+    readonly subject: string,
+  ) {
+    super(`bus request on ${subject} failed: ${code}`);
+    this.name = 'BusRequestError';
+  }
+}
+
 /**
  * The bus between control plane and gateways. Two implementations with one behaviour:
  * in-process (one machine, no NATS_URL) and NATS (several machines). Delivery is
@@ -26,8 +46,23 @@ export interface Bus {
   readonly kind: 'in-process' | 'nats';
   publish<N extends SubjectName>(name: N, subject: string, payload: Payload<N>, headers?: BusHeaders): Promise<void>;
   /** Subscribe to a subject or wildcard (`*` one token, `>` the rest) of the named kind. */
-  subscribe<N extends SubjectName>(name: N, pattern: string, handler: (msg: BusMessage<N>) => void | Promise<void>): BusSubscription;
+  subscribe<N extends SubjectName>(name: N, pattern: string, handler: (msg: BusMessage<N>) => void | Promise<void>, opts?: SubscribeOptions): BusSubscription;
+  /**
+   * Asks the one responder of a request subject (see `REQUESTS`) and waits for its reply.
+   * Rejects with {@link BusRequestError} when nobody answers within `timeoutMs` (default 5000).
+   */
+  request<R extends RequestName>(name: R, payload: RequestPayload<R>, opts?: { timeoutMs?: number; headers?: BusHeaders }): Promise<ReplyPayload<R>>;
+  /** Answers requests of one kind; responders form the queue group `opts.queue` (default `responders`). */
+  respond<R extends RequestName>(name: R, handler: (payload: RequestPayload<R>, headers: BusHeaders) => Promise<ReplyPayload<R>>, opts?: SubscribeOptions): BusSubscription;
   close(): Promise<void>;
+}
+
+export function parseRequest<R extends RequestName>(name: R, raw: unknown): RequestPayload<R> {
+  return REQUESTS[name].request.parse(raw) as RequestPayload<R>;
+}
+
+export function parseReply<R extends RequestName>(name: R, raw: unknown): ReplyPayload<R> {
+  return REQUESTS[name].reply.parse(raw) as ReplyPayload<R>;
 }
 
 /** Parses a payload that came off the wire; throws a ZodError naming the bad field. */

@@ -1,10 +1,24 @@
-import { connect, headers as natsHeaders } from '@nats-io/transport-node';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { Bus, BusHeaders, BusMessage, BusSubscription } from './bus.js';
-import { parsePayload } from './bus.js';
-import type { Payload, SubjectName } from './subjects.js';
+import { NoRespondersError, RequestError, TimeoutError, connect, headers as natsHeaders } from '@nats-io/transport-node';
+import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Bus, BusHeaders, BusMessage, BusSubscription, SubscribeOptions } from './bus.js';
+import { BusRequestError, parsePayload, parseReply, parseRequest } from './bus.js';
+import type { Payload, ReplyPayload, RequestName, RequestPayload, SubjectName } from './subjects.js';
+import { REQUESTS } from './subjects.js';
 
 const TRACE_HEADER = 'X-Trace-Id';
+/** Set on a reply when the responder threw: the requester gets `responder-failed`, not a parse error. */
+const FAILED_HEADER = 'X-Bus-Error';
+
+function toHeaders(headers: BusHeaders): MsgHdrs {
+  const h = natsHeaders();
+  if (headers.traceId) h.set(TRACE_HEADER, headers.traceId);
+  return h;
+}
+
+function fromMsg(m: Msg): BusHeaders {
+  const traceId = m.headers?.get(TRACE_HEADER) || undefined;
+  return traceId ? { traceId } : {};
+}
 
 /** The bus over a NATS cluster (NATS_URL set). Same contract as {@link InProcessBus}. */
 export class NatsBus implements Bus {
@@ -21,20 +35,52 @@ export class NatsBus implements Bus {
   }
 
   async publish<N extends SubjectName>(_name: N, subject: string, payload: Payload<N>, headers: BusHeaders = {}): Promise<void> {
-    const h = natsHeaders();
-    if (headers.traceId) h.set(TRACE_HEADER, headers.traceId);
-    this.nc.publish(subject, JSON.stringify(payload), { headers: h });
+    this.nc.publish(subject, JSON.stringify(payload), { headers: toHeaders(headers) });
   }
 
-  subscribe<N extends SubjectName>(name: N, pattern: string, handler: (msg: BusMessage<N>) => void | Promise<void>): BusSubscription {
-    const sub: Subscription = this.nc.subscribe(pattern);
+  subscribe<N extends SubjectName>(name: N, pattern: string, handler: (msg: BusMessage<N>) => void | Promise<void>, opts: SubscribeOptions = {}): BusSubscription {
+    return this.serve(pattern, opts.queue, async (m) => {
+      await handler({ subject: m.subject, payload: parsePayload(name, m.json()), headers: fromMsg(m) });
+    });
+  }
+
+  async request<R extends RequestName>(name: R, payload: RequestPayload<R>, opts: { timeoutMs?: number; headers?: BusHeaders } = {}): Promise<ReplyPayload<R>> {
+    const subject = REQUESTS[name].subject;
+    let reply: Msg;
+    try {
+      reply = await this.nc.request(subject, JSON.stringify(payload), { timeout: opts.timeoutMs ?? 5000, headers: toHeaders(opts.headers ?? {}) });
+    } catch (err) {
+      if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) throw new BusRequestError('no-responders', subject);
+      if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError)) throw new BusRequestError('timeout', subject);
+      throw err;
+    }
+    if (reply.headers?.get(FAILED_HEADER)) throw new BusRequestError('responder-failed', subject);
+    return parseReply(name, reply.json());
+  }
+
+  respond<R extends RequestName>(name: R, handler: (payload: RequestPayload<R>, headers: BusHeaders) => Promise<ReplyPayload<R>>, opts: SubscribeOptions = {}): BusSubscription {
+    const subject = REQUESTS[name].subject;
+    return this.serve(subject, opts.queue ?? 'responders', async (m) => {
+      try {
+        const reply = await handler(parseRequest(name, m.json()), fromMsg(m));
+        m.respond(JSON.stringify(reply));
+      } catch (err) {
+        const h = natsHeaders();
+        h.set(FAILED_HEADER, 'responder-failed');
+        m.respond('', { headers: h });
+        throw err;
+      }
+    });
+  }
+
+  private serve(pattern: string, queue: string | undefined, handle: (m: Msg) => Promise<void>): BusSubscription {
+    const sub: Subscription = this.nc.subscribe(pattern, queue ? { queue } : {});
     const running = new Set<Promise<void>>();
     const loop = (async () => {
       for await (const m of sub) {
-        const traceId = m.headers?.get(TRACE_HEADER) || undefined;
         const run = (async () => {
           try {
-            await handler({ subject: m.subject, payload: parsePayload(name, m.json()), headers: traceId ? { traceId } : {} });
+            await handle(m);
           } catch (err) {
             this.onHandlerError(err, m.subject);
           }

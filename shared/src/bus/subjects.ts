@@ -1,4 +1,57 @@
 import { z } from 'zod';
+import { agentConfigSchema } from '../agent-config.js';
+
+/** A caller as the spec's Conversation and SessionStarted payloads carry it. */
+export const callerSchema = z.object({ phoneNumber: z.string().nullable(), country: z.string().nullable() });
+
+/** One stored chat message of a call (spec: Conversation → Message), plus what the caller heard. */
+export const sessionMessageSchema = z.object({
+  id: z.string(),
+  /** Order within the conversation (0, 1, 2 …); messages are stored and listed by it. */
+  seq: z.number().int().min(0),
+  role: z.enum(['agent', 'user']),
+  content: z.string(),
+  timestamp: z.string(),
+  durationMs: z.number().int().min(0),
+  /** The agent was cut off by the caller; `content` is what was played before the cut. */
+  interrupted: z.boolean(),
+  /** `speech`, `dtmf` (digits the caller pressed) or `system` (first message, idle prompt, goodbye). */
+  source: z.enum(['speech', 'dtmf', 'system', 'llm']),
+});
+
+export const transcriptWordSchema = z.object({ word: z.string(), startTime: z.number(), endTime: z.number(), confidence: z.number().min(0).max(1) });
+
+/** One transcript turn (spec: Transcript.turns[]); times are seconds from the start of the call. */
+export const transcriptTurnSchema = z.object({
+  id: z.string(),
+  seq: z.number().int().min(0),
+  speaker: z.enum(['agent', 'user']),
+  text: z.string(),
+  startTime: z.number().min(0),
+  endTime: z.number().min(0),
+  confidence: z.number().min(0).max(1),
+  words: z.array(transcriptWordSchema),
+});
+
+/** Usage measured during a call; the control plane prices it from one price table. */
+export const sessionUsageSchema = z.object({
+  llm: z.object({ provider: z.string(), model: z.string(), inputTokens: z.number().int().min(0), outputTokens: z.number().int().min(0) }),
+  tts: z.object({ provider: z.string(), characters: z.number().int().min(0) }),
+  stt: z.object({ provider: z.string(), audioSeconds: z.number().min(0) }),
+  telephony: z.object({ provider: z.string(), seconds: z.number().min(0) }),
+});
+
+export const conversationStatusSchema = z.enum(['in_progress', 'completed', 'failed', 'abandoned']);
+
+/** The agent a gateway runs for one call: a snapshot taken when the call starts. */
+export const callAgentSchema = z.object({
+  id: z.string(),
+  tenantId: z.string(),
+  version: z.number().int(),
+  config: agentConfigSchema,
+  /** Decrypted bring-your-own LLM key (huggingface endpoints), or null. Never logged. */
+  llmApiKey: z.string().nullable(),
+});
 
 /**
  * Every bus subject with the zod schema of its payload (STYLE.md §2). Subjects are
@@ -23,7 +76,116 @@ export const SUBJECTS = {
     wildcard: 'service.*.started',
     schema: z.object({ service: z.string(), instanceId: z.string(), at: z.string() }),
   },
+  /**
+   * A gateway's pulse, every few seconds, naming the calls it is carrying. A control plane
+   * fails `in_progress` conversations of a gateway that has gone quiet (crash, kill -9).
+   */
+  gatewayHeartbeat: {
+    subject: (gatewayId: string) => `gateway.${gatewayId}.heartbeat`,
+    wildcard: 'gateway.*.heartbeat',
+    schema: z.object({ gatewayId: z.string(), activeConversationIds: z.array(z.string()), intervalMs: z.number().int().positive(), at: z.string() }),
+  },
+  /** A message of a live call was spoken or heard; stored at once so a crash loses little. */
+  sessionMessage: {
+    subject: (tenantId: string, conversationId: string) => `session.${tenantId}.${conversationId}.message`,
+    wildcard: 'session.*.*.message',
+    schema: z.object({ conversationId: z.string(), tenantId: z.string(), message: sessionMessageSchema, turn: transcriptTurnSchema.nullable() }),
+  },
+  /**
+   * A call ended. Carries the whole record (every message and turn, usage), so the
+   * control plane can store it in one transaction whatever order earlier messages took.
+   */
+  sessionEnded: {
+    subject: (tenantId: string, conversationId: string) => `session.${tenantId}.${conversationId}.ended`,
+    wildcard: 'session.*.*.ended',
+    schema: z.object({
+      conversationId: z.string(),
+      tenantId: z.string(),
+      agentId: z.string(),
+      status: conversationStatusSchema.exclude(['in_progress']),
+      /** `user_ended` (caller hung up), `agent_ended` (end-call phrase), `max_duration`, `idle_timeout`, `error`, `gateway_shutdown`. */
+      endReason: z.string(),
+      endedAt: z.string(),
+      durationSeconds: z.number().int().min(0),
+      language: z.string(),
+      messages: z.array(sessionMessageSchema),
+      turns: z.array(transcriptTurnSchema),
+      usage: sessionUsageSchema,
+      error: z.object({ code: z.string(), message: z.string() }).nullable(),
+    }),
+  },
+  /** A provider failed during a call (spec event `Error`). */
+  sessionError: {
+    subject: (tenantId: string, conversationId: string) => `session.${tenantId}.${conversationId}.error`,
+    wildcard: 'session.*.*.error',
+    schema: z.object({
+      conversationId: z.string(),
+      tenantId: z.string(),
+      agentId: z.string(),
+      errorCode: z.string(),
+      errorMessage: z.string(),
+      recoverable: z.boolean(),
+      at: z.string(),
+    }),
+  },
+  /**
+   * A platform event (spec "Events" envelope), published by the control plane once the
+   * data it describes is stored. The webhooks issue delivers these.
+   */
+  platformEvent: {
+    subject: (tenantId: string, agentId: string, type: string) => `event.${tenantId}.${agentId}.${type}`,
+    wildcard: 'event.>',
+    schema: z.object({
+      id: z.string(),
+      type: z.enum(['SessionStarted', 'SessionEnded', 'ToolCallCompleted', 'TransferInitiated', 'AnalysisCompleted', 'Error']),
+      agentId: z.string(),
+      tenantId: z.string(),
+      timestamp: z.string(),
+      data: z.record(z.string(), z.unknown()),
+    }),
+  },
 } as const;
 
 export type SubjectName = keyof typeof SUBJECTS;
 export type Payload<N extends SubjectName> = z.infer<(typeof SUBJECTS)[N]['schema']>;
+
+/**
+ * Request/reply subjects: exactly one responder (a queue group) answers each request.
+ */
+export const REQUESTS = {
+  /**
+   * A gateway has a call on the line and asks a control plane to take it: the control plane
+   * checks agent and tenant, creates the conversation (`in_progress`, idempotent on the
+   * provider's call id), emits `SessionStarted`, and answers with the agent to run.
+   */
+  callPrepare: {
+    subject: 'call.prepare',
+    request: z.object({
+      provider: z.enum(['twilio', 'telnyx', 'vonage', 'sip', 'webrtc']),
+      channel: z.enum(['phone', 'webrtc']),
+      direction: z.enum(['inbound', 'outbound']),
+      /** The provider's call id (Twilio CallSid). */
+      callSid: z.string().min(1),
+      tenantId: z.string(),
+      agentId: z.string(),
+      from: z.string().nullable(),
+      to: z.string().nullable(),
+      metadata: z.record(z.string(), z.string()),
+      gatewayId: z.string(),
+    }),
+    reply: z.discriminatedUnion('ok', [
+      z.object({
+        ok: z.literal(true),
+        conversationId: z.string(),
+        startedAt: z.string(),
+        agent: callAgentSchema,
+        caller: callerSchema,
+      }),
+      z.object({ ok: z.literal(false), code: z.enum(['agent-not-found', 'agent-inactive', 'tenant-suspended']), message: z.string() }),
+    ]),
+  },
+} as const;
+
+export type RequestName = keyof typeof REQUESTS;
+export type RequestPayload<R extends RequestName> = z.infer<(typeof REQUESTS)[R]['request']>;
+export type ReplyPayload<R extends RequestName> = z.infer<(typeof REQUESTS)[R]['reply']>;

@@ -5,3 +5,5 @@ export * from './agents.js';
 export * from './agent-versions.js';
 export * from './idempotency-keys.js';
 export * from './rate-limit-windows.js';
+export * from './phone-numbers.js';
+export * from './conversations.js';

@@ -1,0 +1,102 @@
+import { sql } from 'drizzle-orm';
+import { boolean, index, integer, jsonb, numeric, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { tenants } from './tenants.js';
+
+export type ConversationStatus = 'in_progress' | 'completed' | 'failed' | 'abandoned';
+
+/** Usage and prices of one call, as stored (spec "Costs" breakdown). */
+export interface StoredCosts {
+  currency: 'USD';
+  total: number;
+  llm: { provider: string; model: string; inputTokens: number; outputTokens: number; cost: number };
+  tts: { provider: string; characters: number; cost: number };
+  stt: { provider: string; audioSeconds: number; cost: number };
+  telephony: { provider: string; minutes: number; cost: number };
+}
+
+/**
+ * One call or chat (spec "Conversation"). `agent_id` is not a foreign key: conversations
+ * outlive a deleted agent ("conversations kept"), with its name copied here.
+ */
+export const conversations = pgTable(
+  'conversations',
+  {
+    id: text('id').primaryKey(),
+    tenantId: text('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
+    agentId: text('agent_id').notNull(),
+    agentName: text('agent_name').notNull(),
+    agentVersion: integer('agent_version').notNull(),
+    channel: text('channel').notNull(),
+    status: text('status').$type<ConversationStatus>().notNull(),
+    direction: text('direction').notNull(),
+    provider: text('provider').notNull(),
+    /** The carrier's call id (Twilio CallSid): the debug inspector's key, unique per provider. */
+    externalId: text('external_id').notNull(),
+    callerPhone: text('caller_phone'),
+    callerCountry: text('caller_country'),
+    calledPhone: text('called_phone'),
+    metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
+    /** The gateway carrying the call; a gateway that stops its heartbeat fails its calls. */
+    gatewayId: text('gateway_id'),
+    startedAt: timestamp('started_at', { withTimezone: true, mode: 'date' }).notNull(),
+    endedAt: timestamp('ended_at', { withTimezone: true, mode: 'date' }),
+    durationSeconds: integer('duration_seconds'),
+    endReason: text('end_reason'),
+    language: text('language'),
+    costs: jsonb('costs').$type<StoredCosts>(),
+    costTotalUsd: numeric('cost_total_usd', { precision: 12, scale: 6, mode: 'number' }),
+    error: jsonb('error').$type<{ code: string; message: string }>(),
+    tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
+    outcome: text('outcome'),
+    outcomeNotes: text('outcome_notes'),
+    analysis: jsonb('analysis').$type<Record<string, unknown>>(),
+    recording: jsonb('recording').$type<Record<string, unknown>>(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('conversations_provider_external_key').on(t.provider, t.externalId),
+    index('conversations_tenant_started_idx').on(t.tenantId, t.startedAt, t.id),
+    index('conversations_in_progress_idx').on(t.gatewayId).where(sql`status = 'in_progress'`),
+  ],
+);
+
+/** Messages of a conversation (spec "Message"), ordered by `seq`. */
+export const conversationMessages = pgTable(
+  'conversation_messages',
+  {
+    id: text('id').primaryKey(),
+    conversationId: text('conversation_id').notNull().references(() => conversations.id, { onDelete: 'cascade' }),
+    seq: integer('seq').notNull(),
+    role: text('role').$type<'agent' | 'user'>().notNull(),
+    content: text('content').notNull(),
+    source: text('source').notNull(),
+    interrupted: boolean('interrupted').notNull().default(false),
+    durationMs: integer('duration_ms').notNull(),
+    timestamp: timestamp('timestamp', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [uniqueIndex('conversation_messages_seq_key').on(t.conversationId, t.seq)],
+);
+
+/** Transcript turns with word timings (spec "Transcript"); times in seconds from call start. */
+export const transcriptTurns = pgTable(
+  'transcript_turns',
+  {
+    id: text('id').primaryKey(),
+    conversationId: text('conversation_id').notNull().references(() => conversations.id, { onDelete: 'cascade' }),
+    seq: integer('seq').notNull(),
+    speaker: text('speaker').$type<'agent' | 'user'>().notNull(),
+    text: text('text').notNull(),
+    startTime: numeric('start_time', { precision: 10, scale: 3, mode: 'number' }).notNull(),
+    endTime: numeric('end_time', { precision: 10, scale: 3, mode: 'number' }).notNull(),
+    confidence: numeric('confidence', { precision: 5, scale: 4, mode: 'number' }).notNull(),
+    words: jsonb('words').$type<{ word: string; startTime: number; endTime: number; confidence: number }[]>().notNull(),
+  },
+  (t) => [uniqueIndex('transcript_turns_seq_key').on(t.conversationId, t.seq)],
+);
+
+/** Last heartbeat of each media gateway (one row per gateway instance). */
+export const gatewayHeartbeats = pgTable('gateway_heartbeats', {
+  gatewayId: text('gateway_id').primaryKey(),
+  intervalMs: integer('interval_ms').notNull(),
+  lastSeenAt: timestamp('last_seen_at', { withTimezone: true, mode: 'date' }).notNull(),
+});

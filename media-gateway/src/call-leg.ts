@@ -1,0 +1,35 @@
+/**
+ * One carrier leg of a call as the session sees it, whatever the carrier (Twilio media
+ * stream now; Telnyx, Vonage, SIP and WebRTC later). Audio is G.711 μ-law 8 kHz in both
+ * directions on phone legs; the leg does the carrier's framing, pacing and wire format.
+ */
+export interface CallLeg {
+  readonly provider: 'twilio' | 'telnyx' | 'vonage' | 'sip' | 'webrtc';
+  /** The carrier's call id (Twilio CallSid). */
+  readonly callSid: string;
+  /** Routing and call metadata the carrier handed over (Twilio `start.customParameters`). */
+  readonly parameters: Readonly<Record<string, string>>;
+
+  /** Caller audio, μ-law 8 kHz, as it arrives (normally 20 ms per call). */
+  onAudio(listener: (mulaw: Uint8Array) => void): void;
+  /** A key the caller pressed (`0-9`, `*`, `#`). */
+  onDtmf(listener: (digit: string) => void): void;
+  /**
+   * Playback progress: `name` of a mark sent with {@link sendMark} whose audio has been
+   * played to the caller. After {@link clear}, marks that were cut are not reported.
+   */
+  onMarkPlayed(listener: (name: string) => void): void;
+  /** The leg is over: `hangup` (carrier said stop), `socket-lost`, or `local` (we hung up). Fires once. */
+  onEnd(listener: (reason: 'hangup' | 'socket-lost' | 'local') => void): void;
+
+  /** Queue agent audio (μ-law 8 kHz, any length); the leg sends it in paced 20 ms frames. */
+  sendAudio(mulaw: Uint8Array): void;
+  /** Queue a named mark after the audio queued so far. */
+  sendMark(name: string): void;
+  /** Barge-in: drop audio queued locally and at the carrier (Twilio `clear`). */
+  clear(): void;
+  /** Milliseconds of audio queued locally and not yet sent. */
+  readonly queuedMs: number;
+  /** End the call from our side; resolves when the leg is closed. */
+  hangup(): Promise<void>;
+}

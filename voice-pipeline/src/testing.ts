@@ -1,0 +1,2 @@
+// Test helpers shared with other packages.
+export {};
