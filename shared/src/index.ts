@@ -9,4 +9,5 @@ export { NatsBus } from './bus/nats-bus.js';
 export { createBus } from './bus/create-bus.js';
 export { stopOnSignals } from './shutdown.js';
 export * from './agent-config.js';
+export * from './pricing.js';
 export * from './twilio-signature.js';
