@@ -7,6 +7,7 @@ export const ERROR_CATALOGUE = {
   'unauthorized': { status: 401, title: 'Unauthorized', description: 'The Authorization header is missing, malformed, or carries a credential that is unknown, revoked or expired. Send `Authorization: Bearer <api key or access token>`.' },
   'forbidden': { status: 403, title: 'Forbidden', description: 'The credential is valid but lacks the scope or permission this operation requires. The operation\'s required scope is listed in the OpenAPI document (`x-required-scope`).' },
   'not-found': { status: 404, title: 'Not found', description: 'The resource does not exist, or belongs to another account. Both answer the same way on purpose.' },
+  'conversation-not-found': { status: 404, title: 'Conversation not found', description: 'No conversation with this id exists in your account. A conversation of another account answers the same way on purpose. Conversations are created when a call starts and are kept when their agent is deleted.' },
   'route-not-found': { status: 404, title: 'Route not found', description: 'No operation exists at this method and path. See /api/v1/openapi.json for the list.' },
   'conflict': { status: 409, title: 'Conflict', description: 'The request conflicts with the current state of a resource, for example a duplicate name.' },
   'invalid-state': { status: 409, title: 'Invalid state', description: 'The operation is not allowed in the resource\'s current state (for example deactivating an agent that was never activated).' },
