@@ -21,9 +21,13 @@ import { apiKeyRoutes } from './modules/api-keys/routes.js';
 import { ApiKeyService } from './modules/api-keys/service.js';
 import { registerAccessControl } from './modules/auth/access-control.js';
 import { Authenticator } from './modules/auth/authenticator.js';
+import { ConversationRepository } from './modules/conversations/repository.js';
+import { conversationRoutes } from './modules/conversations/routes.js';
+import { ConversationService } from './modules/conversations/service.js';
 import { registerIdempotency } from './modules/idempotency/idempotency-hooks.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
+import { twilioWebhookRoutes } from './modules/telephony/twilio-webhook-routes.js';
 import type { SecretBox } from './secret-box.js';
 
 export interface AppDeps {
@@ -33,6 +37,8 @@ export interface AppDeps {
   logger: Logger;
   /** Clock for rate-limit windows (tests move it). */
   now?: () => number;
+  /** Twilio Auth Token for webhook signatures (`loadTwilioAuthToken`); default TWILIO_AUTH_TOKEN, else every webhook is refused. */
+  twilioAuthToken?: string;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -100,13 +106,16 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   });
 
   const agents = new AgentService({ repo: new AgentRepository(deps.database.db), bus: deps.bus, secrets: deps.secrets });
+  const conversations = new ConversationService({ repo: new ConversationRepository(deps.database.db) });
   const apiKeys = new ApiKeyService({ repo: new ApiKeyRepository(deps.database.db), defaultEnvironment: config.appEnv === 'production' ? 'live' : 'sandbox' });
 
+  await app.register(twilioWebhookRoutes, { db: deps.database.db, authToken: deps.twilioAuthToken ?? config.twilio.authToken, publicUrl: config.publicUrl, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
   await app.register(
     async (api) => {
       api.get('/openapi.json', { config: { scope: null }, schema: { hide: true } }, async () => app.swagger());
       await api.register(agentRoutes, { service: agents });
       await api.register(apiKeyRoutes, { service: apiKeys });
+      await api.register(conversationRoutes, { service: conversations });
     },
     { prefix: '/api/v1' },
   );

@@ -37,6 +37,12 @@ export const configSchema = z.object({
   BOOTSTRAP_ADMIN_EMAIL: optionalString.pipe(z.email().optional()),
   BOOTSTRAP_ADMIN_PASSWORD: optionalString.pipe(z.string().min(12, 'must be at least 12 characters').optional()),
   BOOTSTRAP_API_KEY: optionalString.pipe(z.string().regex(/^svc_(live|sb)_[A-Za-z0-9_-]{43,}$/, 'must look like svc_live_<43+ base64url chars> or svc_sb_<…>').optional()),
+  TWILIO_ACCOUNT_SID: optionalString.pipe(z.string().regex(/^AC[0-9a-fA-F]{32}$/, 'must look like AC followed by 32 hex characters').optional()),
+  TWILIO_AUTH_TOKEN: optionalString,
+  MEDIA_GATEWAY_PUBLIC_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:3001'),
+  ADMIN_HOST: z.string().default('127.0.0.1'),
+  ADMIN_PORT: int(3002, 0, 65535),
+  ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
 });
 
 export type Env = z.infer<typeof configSchema>;
@@ -64,6 +70,19 @@ export interface ControlPlaneConfig {
     adminEmail: string | undefined;
     adminPassword: string | undefined;
     apiKey: string | undefined;
+  };
+  twilio: {
+    accountSid: string | undefined;
+    /** Unset: sandbox mode, with a generated token (see `loadTwilioAuthToken`). */
+    authToken: string | undefined;
+  };
+  /** Public base of the media gateway for stream URLs (`wss://…` in production), no trailing slash. */
+  mediaGatewayPublicUrl: string;
+  admin: {
+    host: string;
+    port: number;
+    /** Unset: generated in development (see `loadAdminToken`); no admin server in production. */
+    token: string | undefined;
   };
 }
 
@@ -111,5 +130,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       adminPassword: e.BOOTSTRAP_ADMIN_PASSWORD,
       apiKey: e.BOOTSTRAP_API_KEY,
     },
+    twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN },
+    mediaGatewayPublicUrl: e.MEDIA_GATEWAY_PUBLIC_URL.replace(/\/$/, ''),
+    admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, token: e.ADMIN_TOKEN },
   });
 }

@@ -1,0 +1,60 @@
+import { apologyAnswer, connectAnswer } from './inbound-answer.js';
+import type { InboundAnswer, InboundProvider } from './inbound-answer.js';
+import type { InboundRoute } from './phone-number-repository.js';
+
+/** Why a call was not connected (logged; the caller only hears the apology). */
+export type InboundRefusal = 'missing-parameters' | 'unknown-number' | 'no-agent' | 'agent-inactive' | 'error';
+
+/** The decision for one inbound call: the answer to send, and what it routed to. */
+export type InboundDecision =
+  | { outcome: 'connected'; answer: InboundAnswer; numberId: string; agentId: string; tenantId: string }
+  | { outcome: InboundRefusal; answer: InboundAnswer; numberId?: string; agentId?: string; error?: unknown };
+
+/** What the webhook knows about the call from the carrier's parameters. */
+export interface InboundRequest {
+  callSid: string | undefined;
+  from: string | undefined;
+  to: string | undefined;
+}
+
+/**
+ * Routes an inbound call: the called number → its assigned agent → that agent's tenant,
+ * and answers with a stream to the media gateway; anything else, including a failing
+ * database, becomes the apology. Never throws: a carrier that gets an error instead of
+ * TwiML plays its own failure message or tries the fallback URL.
+ */
+export class InboundCallRouter {
+  private readonly numbers: { findInboundRoute(provider: InboundProvider, phoneNumber: string): Promise<InboundRoute | undefined> };
+  private readonly mediaGatewayPublicUrl: string;
+
+  constructor(deps: { numbers: InboundCallRouter['numbers']; mediaGatewayPublicUrl: string }) {
+    this.numbers = deps.numbers;
+    this.mediaGatewayPublicUrl = deps.mediaGatewayPublicUrl;
+  }
+
+  async answer(provider: InboundProvider, call: InboundRequest): Promise<InboundDecision> {
+    const apology = apologyAnswer(provider);
+    if (!call.to || !call.callSid) return { outcome: 'missing-parameters', answer: apology };
+    let route: InboundRoute | undefined;
+    try {
+      route = await this.numbers.findInboundRoute(provider, call.to);
+    } catch (error) {
+      return { outcome: 'error', answer: apology, error };
+    }
+    if (!route) return { outcome: 'unknown-number', answer: apology };
+    const { agent, numberId } = route;
+    if (!agent) return { outcome: 'no-agent', answer: apology, numberId };
+    if (agent.status !== 'active') return { outcome: 'agent-inactive', answer: apology, numberId, agentId: agent.id };
+    const answer = connectAnswer(provider, this.mediaGatewayPublicUrl, {
+      agentId: agent.id,
+      tenantId: agent.tenantId,
+      callSid: call.callSid,
+      // Twilio sends `anonymous` for a withheld number; an absent From is passed on empty.
+      from: call.from ?? '',
+      to: call.to,
+      // TODO(#9): calls arriving over a SIP trunk set this once trunks are routed.
+      isSipTrunk: false,
+    });
+    return { outcome: 'connected', answer, numberId, agentId: agent.id, tenantId: agent.tenantId };
+  }
+}
