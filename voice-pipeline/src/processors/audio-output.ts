@@ -1,0 +1,214 @@
+import type { Frame, SayPurpose, SpokenWord } from '../frames.js';
+import type { Direction } from '../pipeline/processor.js';
+import { Processor } from '../pipeline/processor.js';
+import type { TtsAlignment } from '../providers/types.js';
+
+/** What the output needs from the carrier leg (media-gateway's CallLeg satisfies it). */
+export interface AudioTransport {
+  sendAudio(mulaw: Uint8Array): void;
+  sendMark(name: string): void;
+  clear(): void;
+  onMarkPlayed(listener: (name: string) => void): void;
+}
+
+/** A mark every this many ms of audio: the resolution of "what the caller heard". */
+export const MARK_INTERVAL_MS = 100;
+const BYTES_PER_MS = 8; // μ-law 8 kHz
+
+interface Playback {
+  turnId: string;
+  purpose: SayPurpose | 'reply';
+  text: string;
+  /** Character timings (ms from the start of this turn's audio), from TTS alignment. */
+  charStartMs: number[];
+  chars: string[];
+  sentMs: number;
+  playedMs: number;
+  lastMarkMs: number;
+  startedAt: number | null;
+  ttsDone: boolean;
+}
+
+/**
+ * The bottom of the pipeline: hands agent audio to the carrier leg, places a mark every
+ * {@link MARK_INTERVAL_MS} and at the end of each turn, and learns from the echoed marks
+ * how much the caller actually heard. When a turn has played to its end it reports
+ * `agent.spoken` up; on `interrupt` it clears the carrier's queue and reports the turn
+ * truncated to the words heard.
+ */
+export class AudioOutput extends Processor {
+  readonly name = 'AudioOutput';
+  private readonly playbacks = new Map<string, Playback>();
+  /** First agent audio handed to the carrier, per turn (session clock). */
+  readonly firstAudioAt = new Map<string, number>();
+
+  constructor(
+    private readonly transport: AudioTransport,
+    private readonly clock: () => number,
+  ) {
+    super();
+    transport.onMarkPlayed((name) => this.onMark(name));
+  }
+
+  process(frame: Frame, dir: Direction): void {
+    if (dir === 'up') {
+      this.push(frame, 'up');
+      return;
+    }
+    switch (frame.kind) {
+      case 'agent.turn-start':
+        this.playbacks.set(frame.turnId, { turnId: frame.turnId, purpose: frame.purpose, text: '', charStartMs: [], chars: [], sentMs: 0, playedMs: 0, lastMarkMs: 0, startedAt: null, ttsDone: false });
+        return;
+      case 'tts.sentence': {
+        const p = this.playbacks.get(frame.turnId);
+        if (p) p.text = p.text ? `${p.text} ${frame.text}` : frame.text;
+        return;
+      }
+      case 'tts.audio':
+        this.onAudio(frame.turnId, frame.mulaw, frame.alignment);
+        return;
+      case 'tts.done': {
+        const p = this.playbacks.get(frame.turnId);
+        if (!p) return;
+        p.ttsDone = true;
+        this.transport.sendMark(`${p.turnId}:end`);
+        return;
+      }
+      case 'interrupt':
+        this.interrupt(frame.at);
+        this.push(frame, 'up');
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onAudio(turnId: string, mulaw: Uint8Array, alignment: TtsAlignment | null): void {
+    const p = this.playbacks.get(turnId);
+    if (!p || mulaw.length === 0) return;
+    if (p.startedAt === null) {
+      p.startedAt = this.clock();
+      this.firstAudioAt.set(turnId, p.startedAt);
+      this.push({ kind: 'agent.audio-started', turnId, at: p.startedAt }, 'up');
+    }
+    if (alignment) {
+      alignment.chars.forEach((c, i) => {
+        p.chars.push(c);
+        p.charStartMs.push(p.sentMs + (alignment.startMs[i] ?? 0));
+      });
+    }
+    // Marks go between slices of the chunk so playback is known to MARK_INTERVAL_MS.
+    let offset = 0;
+    while (offset < mulaw.length) {
+      const untilMark = Math.max(1, (p.lastMarkMs + MARK_INTERVAL_MS - p.sentMs) * BYTES_PER_MS);
+      const slice = mulaw.subarray(offset, offset + untilMark);
+      this.transport.sendAudio(slice);
+      offset += slice.length;
+      p.sentMs += slice.length / BYTES_PER_MS;
+      if (p.sentMs - p.lastMarkMs >= MARK_INTERVAL_MS) {
+        p.lastMarkMs = p.sentMs;
+        this.transport.sendMark(`${turnId}:${Math.round(p.sentMs)}`);
+      }
+    }
+  }
+
+  private onMark(name: string): void {
+    const sep = name.lastIndexOf(':');
+    const p = this.playbacks.get(name.slice(0, sep));
+    if (!p) return;
+    const pos = name.slice(sep + 1);
+    if (pos !== 'end') {
+      p.playedMs = Math.max(p.playedMs, Number(pos));
+      return;
+    }
+    p.playedMs = p.sentMs;
+    this.playbacks.delete(p.turnId);
+    this.report(p, false);
+  }
+
+  private interrupt(at: number): void {
+    const cut = [...this.playbacks.values()];
+    this.playbacks.clear();
+    this.transport.clear();
+    for (const p of cut) {
+      // Turns that never reached the caller's ear leave no message behind.
+      if (p.startedAt === null) continue;
+      this.report(p, true, at);
+    }
+  }
+
+  private report(p: Playback, interrupted: boolean, at = this.clock()): void {
+    const heardText = interrupted ? heardPrefix(p, p.playedMs) : p.text;
+    this.push(
+      {
+        kind: 'agent.spoken',
+        turnId: p.turnId,
+        text: p.text,
+        heardText,
+        interrupted,
+        playedMs: Math.round(p.playedMs),
+        startedAt: p.startedAt ?? at,
+        words: spokenWords(p, interrupted ? p.playedMs : Infinity),
+        purpose: p.purpose,
+        at,
+      },
+      'up',
+    );
+  }
+}
+
+/** Words of the turn whose first character was played before `playedMs`. */
+function heardPrefix(p: Playback, playedMs: number): string {
+  if (p.chars.length > 0) {
+    let n = 0;
+    while (n < p.chars.length && p.charStartMs[n]! < playedMs) n++;
+    return cutAtWord(p.chars.slice(0, n).join(''), p.chars.join(''));
+  }
+  // No alignment from the provider: estimate by the share of audio played.
+  const share = p.sentMs > 0 ? Math.min(1, playedMs / p.sentMs) : 0;
+  return cutAtWord(p.text.slice(0, Math.floor(p.text.length * share)), p.text);
+}
+
+/** `prefix` trimmed back to whole words of `full` (a half-heard word is not heard). */
+function cutAtWord(prefix: string, full: string): string {
+  if (prefix.length >= full.length) return full.trim();
+  const next = full[prefix.length];
+  if (next === undefined || /\s/.test(next)) return prefix.trim();
+  const lastSpace = prefix.search(/\s\S*$/);
+  return lastSpace >= 0 ? prefix.slice(0, lastSpace).trim() : '';
+}
+
+function spokenWords(p: Playback, untilMs: number): SpokenWord[] {
+  const origin = p.startedAt ?? 0;
+  const words: SpokenWord[] = [];
+  if (p.chars.length === 0) {
+    // Spread words over the audio in proportion to their length.
+    const parts = p.text.split(/\s+/).filter(Boolean);
+    const total = parts.reduce((s, w) => s + w.length + 1, 0) || 1;
+    let t = 0;
+    for (const w of parts) {
+      const d = (p.sentMs * (w.length + 1)) / total;
+      if (t >= untilMs) break;
+      words.push({ word: w, startAt: origin + t, endAt: origin + t + d });
+      t += d;
+    }
+    return words;
+  }
+  let current = '';
+  let start = 0;
+  for (let i = 0; i <= p.chars.length; i++) {
+    const c = p.chars[i];
+    const t = p.charStartMs[i] ?? p.sentMs;
+    if (c === undefined || /\s/.test(c)) {
+      if (current) {
+        if (start >= untilMs) break;
+        words.push({ word: current, startAt: origin + start, endAt: origin + Math.min(t, p.sentMs) });
+        current = '';
+      }
+    } else {
+      if (!current) start = t;
+      current += c;
+    }
+  }
+  return words;
+}

@@ -1,0 +1,150 @@
+import type { Frame } from '../frames.js';
+import type { Direction } from '../pipeline/processor.js';
+import { Processor } from '../pipeline/processor.js';
+import { ProviderError } from '../providers/provider-error.js';
+import type { SttProvider, SttStream, SttStreamOptions } from '../providers/types.js';
+
+export interface SttProcessorOptions {
+  provider: SttProvider;
+  stream: SttStreamOptions;
+  /** Session clock: ms since the call started. */
+  clock: () => number;
+  /** Reconnects after a retryable failure before the call is given up (default 3). */
+  maxReconnects?: number;
+  /** Caller audio kept while reconnecting, so no words are lost (default 5000 ms). */
+  bufferMs?: number;
+  reconnectDelayMs?: (attempt: number) => number;
+}
+
+/**
+ * Streams caller audio to the STT provider and turns its events into transcript frames
+ * on the session clock. A dropped connection is reopened (audio is buffered meanwhile);
+ * only when reconnecting fails does an `error` frame with `fatal: true` go up.
+ */
+export class SttProcessor extends Processor {
+  readonly name = 'SttProcessor';
+  private stream: SttStream | null = null;
+  /** Session time at which the current stream's audio began (its t=0). */
+  private streamOriginAt = 0;
+  private pending: Uint8Array[] = [];
+  private pendingMs = 0;
+  private readonly abort = new AbortController();
+  private closed = false;
+  private reconnects = 0;
+  private audioMsSent = 0;
+
+  constructor(private readonly opts: SttProcessorOptions) {
+    super();
+  }
+
+  process(frame: Frame, dir: Direction): void {
+    if (dir === 'up') {
+      this.push(frame, 'up');
+      return;
+    }
+    if (frame.kind === 'call.start') void this.connect(frame.at);
+    if (frame.kind === 'audio.in') this.sendAudio(frame.mulaw, frame.at);
+    this.push(frame);
+  }
+
+  /** Asks the provider to finalise what it has heard (end of the caller's turn). */
+  finalize(): void {
+    this.stream?.finalize();
+  }
+
+  private sendAudio(bytes: Uint8Array, at: number): void {
+    const ms = (bytes.length / this.opts.stream.sampleRateHz) * 1000 * (this.opts.stream.encoding === 'linear16' ? 0.5 : 1);
+    if (this.stream) {
+      this.stream.send(bytes);
+      this.audioMsSent += ms;
+      return;
+    }
+    if (this.pending.length === 0) this.streamOriginAt = at;
+    this.pending.push(bytes);
+    this.pendingMs += ms;
+    const limit = this.opts.bufferMs ?? 5000;
+    while (this.pendingMs > limit && this.pending.length > 1) {
+      const dropped = this.pending.shift()!;
+      this.pendingMs -= (dropped.length / this.opts.stream.sampleRateHz) * 1000;
+      this.streamOriginAt += (dropped.length / this.opts.stream.sampleRateHz) * 1000;
+    }
+  }
+
+  private async connect(at: number): Promise<void> {
+    if (this.pending.length === 0) this.streamOriginAt = at;
+    let stream: SttStream;
+    try {
+      stream = await this.opts.provider.open(this.opts.stream, this.abort.signal);
+    } catch (err) {
+      await this.failed(err);
+      return;
+    }
+    if (this.closed) {
+      void stream.close().catch(() => undefined);
+      return;
+    }
+    this.stream = stream;
+    for (const chunk of this.pending) stream.send(chunk);
+    this.audioMsSent += this.pendingMs;
+    this.pending = [];
+    this.pendingMs = 0;
+    const origin = this.streamOriginAt;
+    try {
+      for await (const ev of stream.events) {
+        const now = this.opts.clock();
+        if (ev.type === 'speech-started') this.push({ kind: 'stt.speech-started', at: now });
+        else if (ev.type === 'utterance-end') this.push({ kind: 'stt.utterance-end', at: now });
+        else if (!ev.isFinal) {
+          if (ev.text) this.push({ kind: 'transcript.interim', text: ev.text, at: now });
+        } else {
+          this.push({
+            kind: 'transcript.final',
+            text: ev.text,
+            words: ev.words.map((w) => ({ ...w, startMs: origin + w.startMs, endMs: origin + w.endMs })),
+            confidence: ev.confidence,
+            startMs: origin + ev.startMs,
+            endMs: origin + ev.endMs,
+            speechFinal: ev.speechFinal,
+            at: now,
+          });
+        }
+      }
+      this.stream = null;
+      if (!this.closed) await this.failed(new ProviderError({ provider: this.opts.provider.name, capability: 'stt', code: 'stt.connection_lost', message: 'STT stream ended unexpectedly', retryable: true }));
+    } catch (err) {
+      this.stream = null;
+      await this.failed(err);
+    }
+  }
+
+  private async failed(err: unknown): Promise<void> {
+    if (this.closed || (err instanceof Error && err.name === 'AbortError')) return;
+    const error =
+      err instanceof ProviderError
+        ? err
+        : new ProviderError({ provider: this.opts.provider.name, capability: 'stt', code: 'stt.failed', message: err instanceof Error ? err.message : String(err), retryable: true, cause: err });
+    const max = this.opts.maxReconnects ?? 3;
+    if (error.retryable && this.reconnects < max) {
+      this.reconnects += 1;
+      this.push({ kind: 'error', error, fatal: false, at: this.opts.clock() }, 'up');
+      const delay = this.opts.reconnectDelayMs?.(this.reconnects) ?? 200 * 2 ** (this.reconnects - 1);
+      await new Promise((r) => setTimeout(r, delay));
+      if (!this.closed) await this.connect(this.opts.clock());
+      return;
+    }
+    this.push({ kind: 'error', error, fatal: true, at: this.opts.clock() }, 'up');
+  }
+
+  /** Caller audio streamed to the provider so far, in ms (STT is billed on it). */
+  get audioMs(): number {
+    return this.audioMsSent;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const s = this.stream;
+    this.stream = null;
+    this.abort.abort();
+    if (s) await s.close().catch(() => undefined);
+  }
+}

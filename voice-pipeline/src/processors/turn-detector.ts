@@ -1,0 +1,216 @@
+import type { Frame, UserTurn } from '../frames.js';
+import type { Direction } from '../pipeline/processor.js';
+import { Processor } from '../pipeline/processor.js';
+import type { SttWord } from '../providers/types.js';
+
+/** Per-frame speech classification; the session passes an energy VAD (audio/vad.ts). */
+export interface FrameVad {
+  process(frame: Int16Array): { isSpeech: boolean };
+}
+
+export interface TurnDetectorOptions {
+  /** Local silence after speech that ends the caller's turn (agent `endpointing.silenceDurationMs`). */
+  silenceDurationMs: number;
+  /** Longest wait for the STT's final transcript after speech stops (agent `endpointing.utteranceEndMs`). */
+  utteranceEndMs: number;
+  interruptionEnabled: boolean;
+  sensitivity: 'low' | 'medium' | 'high';
+  /** Asks the STT to finalise now (Deepgram `Finalize`) so the final transcript comes sooner. */
+  finalizeStt: () => void;
+  vad: FrameVad;
+}
+
+/**
+ * Barge-in thresholds by sensitivity. `minVoicedMs`: continuous caller speech before the
+ * agent may be interrupted; `needsWords`: also require a transcribed word that is not a
+ * backchannel ("mm-hmm", "yeah"); `forceMs`: speech this long interrupts even without
+ * words. At `medium` a cough (~150 ms) never qualifies and "mm-hmm" is a backchannel.
+ */
+export const BARGE_IN_RULES = {
+  high: { minVoicedMs: 120, needsWords: 0, forceMs: 120 },
+  medium: { minVoicedMs: 200, needsWords: 1, forceMs: 900 },
+  low: { minVoicedMs: 500, needsWords: 2, forceMs: 1500 },
+} as const;
+
+const BACKCHANNELS = new Set(['mm', 'mmhmm', 'mhm', 'hmm', 'uhhuh', 'uh', 'um', 'yeah', 'yes', 'yep', 'ok', 'okay', 'right', 'sure', 'aha', 'ah', 'oh']);
+
+/** Words of a transcript that are not backchannels. */
+export function meaningfulWords(text: string): string[] {
+  return text
+    .toLowerCase()
+    .split(/\s+/)
+    .map((w) => w.replace(/[^a-z0-9']/g, '').replace(/'/g, ''))
+    .filter((w) => w.length > 0 && !BACKCHANNELS.has(w.replace(/-/g, '')));
+}
+
+/** Speech onset needs this much voiced audio in a row, so clicks do not count. */
+const ONSET_MS = 60;
+/** A gap shorter than this inside speech is part of the same utterance. */
+const FRAME_MS = 20;
+
+type State = 'idle' | 'speaking' | 'trailing';
+
+/**
+ * Decides when the caller speaks, when they have finished, and when they barge in. It
+ * combines the local VAD (fast, on every 20 ms frame) with the STT's signals (final
+ * transcripts, `speech_final`, utterance end). Endpointing and barge-in thresholds live
+ * only here (STYLE.md §3).
+ *
+ * - Turn end: the caller was heard saying something (a non-empty final transcript) and
+ *   then either `silenceDurationMs` of local silence passed, or the STT's endpointer
+ *   fired while the line is quiet. Past `silenceDurationMs` without a final it asks the
+ *   STT to finalise, and gives up waiting at `utteranceEndMs`.
+ * - Barge-in: while the agent is audible, caller speech that passes {@link BARGE_IN_RULES}
+ *   emits `interrupt` (down). Backchannels alone never start a turn while the agent talks.
+ */
+export class TurnDetector extends Processor {
+  readonly name = 'TurnDetector';
+  private state: State = 'idle';
+  private voicedRunMs = 0;
+  private silenceRunMs = 0;
+  private speechOnsetAt = 0;
+  private lastVoicedAt = 0;
+  private finalizeRequested = false;
+  /** Final transcript pieces of the current caller turn. */
+  private finals: { text: string; words: SttWord[]; confidence: number; startMs: number; endMs: number; at: number }[] = [];
+  private interim = '';
+  private sttSpeechFinal = false;
+  private agentAudible = false;
+  /** Caller speech began while the agent was audible and has not (yet) earned an interrupt. */
+  private overlapping = false;
+
+  constructor(private readonly opts: TurnDetectorOptions) {
+    super();
+  }
+
+  process(frame: Frame, dir: Direction): void {
+    if (dir === 'up') {
+      if (frame.kind === 'agent.audio-started') this.agentAudible = true;
+      if (frame.kind === 'agent.spoken') this.agentAudible = false;
+      this.push(frame, 'up');
+      return;
+    }
+    switch (frame.kind) {
+      case 'audio.in':
+        this.push(frame);
+        this.onAudio(frame.pcm, frame.at);
+        return;
+      case 'transcript.interim':
+        this.interim = frame.text;
+        this.push(frame);
+        this.maybeBargeIn(frame.at);
+        return;
+      case 'transcript.final':
+        this.push(frame);
+        if (frame.text.trim()) {
+          this.finals.push({ text: frame.text.trim(), words: frame.words, confidence: frame.confidence, startMs: frame.startMs, endMs: frame.endMs, at: frame.at });
+          this.interim = '';
+          this.maybeBargeIn(frame.at);
+        }
+        if (frame.speechFinal) this.sttSpeechFinal = true;
+        this.maybeEndTurn(frame.at);
+        return;
+      case 'stt.utterance-end':
+        this.push(frame);
+        this.sttSpeechFinal = true;
+        this.maybeEndTurn(frame.at);
+        return;
+      case 'interrupt':
+        this.agentAudible = false;
+        this.push(frame);
+        return;
+      default:
+        this.push(frame);
+    }
+  }
+
+  private onAudio(pcm: Int16Array, at: number): void {
+    const { isSpeech } = this.opts.vad.process(pcm);
+    if (isSpeech) {
+      this.voicedRunMs += FRAME_MS;
+      this.silenceRunMs = 0;
+      this.lastVoicedAt = at + FRAME_MS;
+      if (this.state !== 'speaking' && this.voicedRunMs >= ONSET_MS) {
+        if (this.state === 'idle') {
+          this.speechOnsetAt = at + FRAME_MS - this.voicedRunMs;
+          this.overlapping = this.agentAudible;
+        }
+        this.state = 'speaking';
+        this.push({ kind: 'user.started-speaking', at });
+      }
+      if (this.state === 'speaking') this.maybeBargeIn(at);
+      return;
+    }
+    this.silenceRunMs += FRAME_MS;
+    if (this.silenceRunMs >= 2 * FRAME_MS) this.voicedRunMs = 0;
+    if (this.state === 'speaking' && this.silenceRunMs >= 2 * FRAME_MS) {
+      this.state = 'trailing';
+      this.push({ kind: 'user.stopped-speaking', at });
+    }
+    if (this.state === 'trailing') this.maybeEndTurn(at);
+  }
+
+  private maybeBargeIn(at: number): void {
+    if (!this.agentAudible || !this.opts.interruptionEnabled || this.state !== 'speaking') return;
+    const rule = BARGE_IN_RULES[this.opts.sensitivity];
+    if (this.voicedRunMs < rule.minVoicedMs) return;
+    const heard = [...this.finals.map((f) => f.text), this.interim].join(' ');
+    const words = meaningfulWords(heard).length;
+    if (words >= rule.needsWords || this.voicedRunMs >= rule.forceMs) {
+      this.agentAudible = false;
+      this.overlapping = false;
+      this.push({ kind: 'interrupt', cause: 'barge-in', at, speechOnsetAt: this.speechOnsetAt });
+    }
+  }
+
+  private maybeEndTurn(at: number): void {
+    if (this.state !== 'trailing') return;
+    const quietMs = at - this.lastVoicedAt;
+    const text = this.finals.map((f) => f.text).join(' ').trim();
+    if (!text) {
+      if (quietMs >= this.opts.silenceDurationMs && !this.finalizeRequested && this.interim) {
+        this.finalizeRequested = true;
+        this.opts.finalizeStt();
+      }
+      // Noise, a cough, or speech the STT could not read: nothing to answer.
+      if (quietMs >= this.opts.silenceDurationMs + this.opts.utteranceEndMs) this.reset();
+      return;
+    }
+    if (this.overlapping && meaningfulWords(text).length === 0) {
+      // A backchannel over the agent ("mm-hmm"): acknowledged, not a turn.
+      if (quietMs >= this.opts.silenceDurationMs) this.reset();
+      return;
+    }
+    const ready = quietMs >= this.opts.silenceDurationMs || (this.sttSpeechFinal && quietMs >= 2 * FRAME_MS);
+    if (!ready) return;
+    if (this.interim && !this.finalizeRequested && quietMs < this.opts.silenceDurationMs + this.opts.utteranceEndMs) {
+      // Words are still only interim: ask for them, and wait a little longer.
+      this.finalizeRequested = true;
+      this.opts.finalizeStt();
+      return;
+    }
+    if (this.interim && quietMs < this.opts.silenceDurationMs + this.opts.utteranceEndMs) return;
+    const words = this.finals.flatMap((f) => f.words);
+    const turn: UserTurn = {
+      text,
+      source: 'speech',
+      words,
+      confidence: this.finals.reduce((s, f) => s + f.confidence, 0) / this.finals.length,
+      startAt: words[0]?.startMs ?? this.speechOnsetAt,
+      endAt: words[words.length - 1]?.endMs ?? this.lastVoicedAt,
+      speechEndAt: this.lastVoicedAt,
+      sttFinalAt: Math.max(...this.finals.map((f) => f.at)),
+    };
+    this.reset();
+    this.push({ kind: 'user.turn', turn, at });
+  }
+
+  private reset(): void {
+    this.state = 'idle';
+    this.finals = [];
+    this.interim = '';
+    this.sttSpeechFinal = false;
+    this.finalizeRequested = false;
+    this.overlapping = false;
+  }
+}
