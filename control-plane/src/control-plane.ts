@@ -7,6 +7,7 @@ import { openDatabase, runMigrations } from './db/database.js';
 import type { Database } from './db/database.js';
 import { startEmbeddedPostgres } from './db/embedded-postgres.js';
 import type { EmbeddedDatabase } from './db/embedded-postgres.js';
+import { startCallHandling } from './modules/conversations/call-handlers.js';
 import { Housekeeping } from './modules/housekeeping/housekeeping.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
@@ -52,6 +53,8 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     });
     const url = await app.listen({ host: config.host, port: config.port });
     housekeeping.start();
+    // Bus handlers of live calls and the lost-gateway watchdog (modules/conversations).
+    const calls = startCallHandling({ db: database.db, bus: deps.bus, secrets, log });
     return {
       app,
       database,
@@ -60,6 +63,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       bootstrap: boot,
       close: async () => {
         await app.close();
+        await calls.close();
         await housekeeping.stop();
         await database.close();
         await embedded?.stop();

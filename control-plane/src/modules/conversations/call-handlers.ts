@@ -1,0 +1,93 @@
+import type { Logger } from 'pino';
+import { REQUESTS, SUBJECTS } from '@vap/shared';
+import type { Bus, BusSubscription } from '@vap/shared';
+import type { Db } from '../../db/database.js';
+import type { SecretBox } from '../../secret-box.js';
+import { CallService } from './call-service.js';
+import type { LostCallRules } from './call-service.js';
+import { ConversationRepository } from './repository.js';
+import { GatewayWatchdog } from './watchdog.js';
+
+/** Control planes share call work as this queue group: each message is handled once. */
+export const CONTROL_PLANE_QUEUE = 'control-plane';
+
+/**
+ * Subscribes a {@link CallService} to the gateway contract of `shared/src/bus/subjects.ts`.
+ * `call.prepare` and the session subjects go to one member of the `control-plane` queue
+ * group; heartbeats go to every control plane (an idempotent upsert). A failing handler
+ * is logged here; `call.prepare` then answers `responder-failed` so the gateway can retry.
+ * @param heartbeatSettleMs wait before failing calls missing from a heartbeat (see {@link CallService.heartbeat}).
+ */
+export function subscribeCallHandlers(bus: Bus, calls: CallService, log: Logger, opts: { heartbeatSettleMs?: number } = {}): BusSubscription {
+  const queue = CONTROL_PLANE_QUEUE;
+  const guard =
+    <T>(what: string, fn: (payload: T) => Promise<void>) =>
+    async (msg: { subject: string; payload: T }) => {
+      try {
+        await fn(msg.payload);
+      } catch (err) {
+        log.error({ err, subject: msg.subject }, `${what} failed`);
+      }
+    };
+  const settleMs = opts.heartbeatSettleMs ?? 1000;
+  const subs: BusSubscription[] = [
+    bus.respond(
+      'callPrepare',
+      async (req) => {
+        try {
+          return await calls.prepare(req);
+        } catch (err) {
+          log.error({ err, subject: REQUESTS.callPrepare.subject, tenantId: req.tenantId, callSid: req.callSid }, 'call.prepare failed');
+          throw err;
+        }
+      },
+      { queue },
+    ),
+    bus.subscribe('sessionMessage', SUBJECTS.sessionMessage.wildcard, guard('storing a session message', (p) => calls.recordMessage(p)), { queue }),
+    bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, guard('storing a session end record', (p) => calls.end(p)), { queue }),
+    bus.subscribe('sessionError', SUBJECTS.sessionError.wildcard, guard('relaying a session error', (p) => calls.reportError(p)), { queue }),
+    bus.subscribe('gatewayHeartbeat', SUBJECTS.gatewayHeartbeat.wildcard, guard('recording a gateway heartbeat', (p) => calls.heartbeat(p, settleMs))),
+  ];
+  return {
+    close: async () => {
+      await Promise.all(subs.map((s) => s.close()));
+    },
+  };
+}
+
+/** A control plane's running call handling: bus handlers and the gateway watchdog. */
+export interface CallHandling {
+  calls: CallService;
+  watchdog: GatewayWatchdog;
+  /** Unsubscribes (waiting for handlers in flight) and stops the watchdog. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the voice loop's control-plane side: the bus handlers and, unless
+ * `watchdog: false` (tests drive `watchdog.runOnce()` themselves), the watchdog timer.
+ * `now` is the clock of every time rule (heartbeat ages, call start times).
+ */
+export function startCallHandling(deps: {
+  db: Db;
+  bus: Bus;
+  secrets: SecretBox;
+  log: Logger;
+  now?: () => number;
+  watchdog?: { intervalMs?: number; rules?: Partial<LostCallRules> } | false;
+  heartbeatSettleMs?: number;
+}): CallHandling {
+  const log = deps.log.child({ module: 'calls' });
+  const calls = new CallService({ repo: new ConversationRepository(deps.db), bus: deps.bus, secrets: deps.secrets, log, ...(deps.now ? { now: deps.now } : {}) });
+  const watchdog = new GatewayWatchdog({ calls, log, ...(deps.watchdog ? deps.watchdog : {}) });
+  const subscription = subscribeCallHandlers(deps.bus, calls, log, deps.heartbeatSettleMs === undefined ? {} : { heartbeatSettleMs: deps.heartbeatSettleMs });
+  if (deps.watchdog !== false) watchdog.start();
+  return {
+    calls,
+    watchdog,
+    close: async () => {
+      await subscription.close();
+      await watchdog.stop();
+    },
+  };
+}

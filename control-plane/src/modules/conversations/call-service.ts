@@ -1,0 +1,199 @@
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import type { Logger } from 'pino';
+import { agentConfigSchema, newId, priceCall, unpricedUsage } from '@vap/shared';
+import type { Bus, CallDirection, Payload, ReplyPayload, RequestPayload } from '@vap/shared';
+import type { SecretBox } from '../../secret-box.js';
+import { errorData, publishEvent, sessionEndedData, sessionStartedData } from './events.js';
+import type { ConversationRepository, ConversationRow } from './repository.js';
+import { GATEWAY_LOST, isLostRecord } from './repository.js';
+
+/** A phone number in E.164 with its ISO country, or nulls when the value is not a phone number (`client:alice`, `anonymous`). */
+export function parsePhone(raw: string | null): { phoneNumber: string | null; country: string | null } {
+  const n = raw ? parsePhoneNumberFromString(raw.trim()) : undefined;
+  if (!n || !n.isPossible()) return { phoneNumber: null, country: null };
+  return { phoneNumber: n.number, country: n.country ?? null };
+}
+
+/** Rules of the watchdog; see docs/api.md "Conversations (voice loop)". */
+export interface LostCallRules {
+  /** A gateway is lost when its last heartbeat is older than this many of its intervals. */
+  staleFactor: number;
+  /** Calls of a gateway that never sent a heartbeat are lost once this old (ms). */
+  neverSeenGraceMs: number;
+}
+
+export const DEFAULT_LOST_CALL_RULES: LostCallRules = { staleFactor: 3, neverSeenGraceMs: 30_000 };
+
+/**
+ * The control plane's side of live calls: takes calls from gateways (`call.prepare`),
+ * stores what they report, prices finished calls, fails calls of lost gateways and emits
+ * the platform events. Every method is safe to run on several control planes at once:
+ * correctness comes from row locks and conditional updates, not from who got the message.
+ */
+export class CallService {
+  private readonly repo: ConversationRepository;
+  private readonly bus: Bus;
+  private readonly secrets: SecretBox;
+  private readonly log: Logger;
+  private readonly now: () => number;
+
+  constructor(deps: { repo: ConversationRepository; bus: Bus; secrets: SecretBox; log: Logger; now?: () => number }) {
+    this.repo = deps.repo;
+    this.bus = deps.bus;
+    this.secrets = deps.secrets;
+    this.log = deps.log;
+    this.now = deps.now ?? Date.now;
+  }
+
+  /**
+   * Answers a gateway's `call.prepare`: checks tenant and agent, creates the conversation
+   * (idempotent on the provider's call id: a retry gets the same conversation) and emits
+   * `SessionStarted` once, then returns the agent to run with its decrypted LLM key.
+   * The caller is the party the agent talks to: `from` inbound, `to` outbound.
+   */
+  async prepare(req: RequestPayload<'callPrepare'>): Promise<ReplyPayload<'callPrepare'>> {
+    const log = this.log.child({ tenantId: req.tenantId, agentId: req.agentId, callSid: req.callSid, provider: req.provider });
+    const found = await this.repo.agentForCall(req.tenantId, req.agentId);
+    if (!found) return { ok: false, code: 'agent-not-found', message: `Agent ${req.agentId} does not exist in tenant ${req.tenantId}.` };
+    if (found.tenantStatus !== 'active') return { ok: false, code: 'tenant-suspended', message: `The account ${req.tenantId} is not active.` };
+    const { agent } = found;
+    if (agent.status !== 'active') return { ok: false, code: 'agent-inactive', message: `Agent ${agent.id} is ${agent.status}; only active agents take calls.` };
+
+    const config = agentConfigSchema.parse(agent.config);
+    const llmApiKey = agent.llmApiKeyEncrypted ? this.secrets.open(agent.llmApiKeyEncrypted) : null;
+    const remote = req.direction === 'inbound' ? req.from : req.to;
+    const local = req.direction === 'inbound' ? req.to : req.from;
+    const caller = parsePhone(remote);
+    const nowMs = this.now();
+    const { row, created } = await this.repo.createOrGet({
+      id: newId('conv', nowMs),
+      tenantId: agent.tenantId,
+      agentId: agent.id,
+      agentName: agent.name,
+      agentVersion: agent.version,
+      channel: req.channel,
+      status: 'in_progress',
+      direction: req.direction,
+      provider: req.provider,
+      externalId: req.callSid,
+      callerPhone: caller.phoneNumber,
+      callerCountry: caller.country,
+      calledPhone: parsePhone(local).phoneNumber ?? local,
+      metadata: req.metadata,
+      gatewayId: req.gatewayId,
+      startedAt: new Date(nowMs),
+    });
+    if (row.tenantId !== req.tenantId || row.agentId !== req.agentId) {
+      // The same carrier call id for another tenant or agent: a gateway bug or a forged request.
+      log.error({ conversationId: row.id }, 'call id already belongs to another conversation');
+      throw new Error('call id already belongs to another conversation');
+    }
+    if (created) {
+      log.info({ conversationId: row.id, gatewayId: req.gatewayId }, 'call started');
+      await this.emit('SessionStarted', row, sessionStartedData(row));
+    } else {
+      log.info({ conversationId: row.id }, 'call.prepare retried; same conversation');
+    }
+    return {
+      ok: true,
+      conversationId: row.id,
+      startedAt: row.startedAt.toISOString(),
+      agent: { id: agent.id, tenantId: agent.tenantId, version: agent.version, config, llmApiKey },
+      caller: { phoneNumber: row.callerPhone, country: row.callerCountry },
+    };
+  }
+
+  /** Stores a live message; messages of unknown or already-ended conversations are dropped. */
+  async recordMessage(msg: Payload<'sessionMessage'>): Promise<void> {
+    const outcome = await this.repo.recordMessage(msg.tenantId, msg.conversationId, msg.message, msg.turn);
+    if (outcome === 'unknown') this.log.warn({ tenantId: msg.tenantId, conversationId: msg.conversationId, messageId: msg.message.id }, 'message for an unknown conversation dropped');
+    else if (outcome === 'closed') this.log.debug({ conversationId: msg.conversationId, messageId: msg.message.id }, 'message after the end record ignored');
+  }
+
+  /**
+   * Stores a gateway's end record and prices the call in one transaction, then emits
+   * `SessionEnded`. A duplicate record changes nothing and emits nothing. A record for a
+   * call the watchdog already failed replaces the watchdog's guess (the gateway knows
+   * better) and emits a corrected `SessionEnded`.
+   */
+  async end(rec: Payload<'sessionEnded'>): Promise<void> {
+    const log = this.log.child({ tenantId: rec.tenantId, conversationId: rec.conversationId });
+    let unpriced: string[] = [];
+    const result = await this.repo.finish(rec.tenantId, rec.conversationId, rec, (row, transcriptionModel) => {
+      const direction = row.direction as CallDirection;
+      const costs = priceCall(rec.usage, direction, transcriptionModel ? { sttModel: transcriptionModel } : {});
+      unpriced = unpricedUsage(rec.usage, direction);
+      return {
+        status: rec.status,
+        endReason: rec.endReason,
+        endedAt: new Date(rec.endedAt),
+        durationSeconds: rec.durationSeconds,
+        language: rec.language,
+        costs,
+        costTotalUsd: costs.total,
+        error: rec.error,
+      };
+    });
+    if (result.kind === 'unknown') {
+      log.warn('end record for an unknown conversation dropped');
+      return;
+    }
+    if (result.kind === 'duplicate') {
+      log.debug('duplicate end record ignored');
+      return;
+    }
+    if (unpriced.length > 0) log.warn({ unpriced }, 'no price for some usage; counted as 0');
+    if (isLostRecord(result.previous)) log.warn('end record arrived after the watchdog failed the call; record applied');
+    log.info({ status: rec.status, endReason: rec.endReason, durationSeconds: rec.durationSeconds, costUsd: result.row.costTotalUsd }, 'call ended');
+    await this.emit('SessionEnded', result.row, sessionEndedData(result.row));
+  }
+
+  /** Relays a gateway's error as the platform event `Error` (conversation checked first). */
+  async reportError(err: Payload<'sessionError'>): Promise<void> {
+    const row = await this.repo.find(err.tenantId, err.conversationId);
+    if (!row) {
+      this.log.warn({ tenantId: err.tenantId, conversationId: err.conversationId }, 'error for an unknown conversation dropped');
+      return;
+    }
+    await this.emit('Error', row, errorData(row.id, err.errorCode, err.errorMessage, err.recoverable));
+  }
+
+  /**
+   * Records a gateway heartbeat; then fails its in-progress calls missing from the
+   * heartbeat's list that started more than two intervals ago (the gateway restarted or
+   * dropped them). The check waits `settleMs` first, so an end record the gateway sent
+   * just before this heartbeat, and that another control plane is storing, commits first.
+   */
+  async heartbeat(hb: Payload<'gatewayHeartbeat'>, settleMs = 0): Promise<void> {
+    await this.repo.heartbeat(hb.gatewayId, hb.intervalMs, new Date(this.now()));
+    if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
+    const nowMs = this.now();
+    const lost = await this.repo.failMissing(hb.gatewayId, hb.activeConversationIds, new Date(nowMs - 2 * hb.intervalMs), new Date(nowMs));
+    if (lost.length > 0) this.log.warn({ gatewayId: hb.gatewayId, conversationIds: lost.map((r) => r.id) }, 'calls missing from their gateway heartbeat failed');
+    await this.announceLost(lost);
+  }
+
+  /** One watchdog pass: fails the calls of gateways that went quiet; returns how many. */
+  async failLostCalls(rules: LostCallRules = DEFAULT_LOST_CALL_RULES): Promise<number> {
+    const lost = await this.repo.failStale(new Date(this.now()), rules);
+    if (lost.length > 0) this.log.warn({ conversationIds: lost.map((r) => r.id), gatewayIds: [...new Set(lost.map((r) => r.gatewayId))] }, 'calls of lost gateways failed');
+    await this.announceLost(lost);
+    return lost.length;
+  }
+
+  private async announceLost(rows: ConversationRow[]): Promise<void> {
+    for (const row of rows) {
+      await this.emit('Error', row, errorData(row.id, GATEWAY_LOST, row.error?.message ?? 'The media gateway carrying this call stopped responding', false));
+      await this.emit('SessionEnded', row, sessionEndedData(row));
+    }
+  }
+
+  private async emit(type: 'SessionStarted' | 'SessionEnded' | 'Error', row: ConversationRow, data: Record<string, unknown>): Promise<void> {
+    try {
+      await publishEvent(this.bus, type, row.tenantId, row.agentId, data, this.now());
+    } catch (err) {
+      // The data is committed; a lost event must not fail the caller (the gateway would retry a stored call).
+      this.log.error({ err, type, conversationId: row.id }, 'platform event not published');
+    }
+  }
+}

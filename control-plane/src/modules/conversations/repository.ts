@@ -1,0 +1,268 @@
+import { and, asc, eq, lt, notInArray, sql } from 'drizzle-orm';
+import type { SQL } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { sessionMessageSchema, transcriptTurnSchema } from '@vap/shared';
+import type { Db } from '../../db/database.js';
+import { agentVersions } from '../../db/schema/agent-versions.js';
+import { agents } from '../../db/schema/agents.js';
+import { conversationMessages, conversations, gatewayHeartbeats, transcriptTurns } from '../../db/schema/conversations.js';
+import { tenants } from '../../db/schema/tenants.js';
+
+export type ConversationRow = typeof conversations.$inferSelect;
+export type NewConversation = typeof conversations.$inferInsert;
+export type MessageRow = typeof conversationMessages.$inferSelect;
+export type TurnRow = typeof transcriptTurns.$inferSelect;
+export type AgentRow = typeof agents.$inferSelect;
+export type SessionMessage = z.infer<typeof sessionMessageSchema>;
+export type TranscriptTurn = z.infer<typeof transcriptTurnSchema>;
+
+/** End reason and error code the control plane writes when a gateway disappears with a call. */
+export const GATEWAY_LOST = 'gateway_lost';
+const GATEWAY_LOST_ERROR = { code: GATEWAY_LOST, message: 'The media gateway carrying this call stopped responding' };
+
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+/** What a gateway's end record writes onto the conversation row. */
+export type FinalWrite = Pick<NewConversation, 'status' | 'endReason' | 'endedAt' | 'durationSeconds' | 'language' | 'costs' | 'costTotalUsd' | 'error'>;
+
+export type FinishResult =
+  | { kind: 'unknown' }
+  /** Already finished by an earlier copy of the same record: nothing written. */
+  | { kind: 'duplicate'; row: ConversationRow }
+  | { kind: 'finished'; row: ConversationRow; previous: ConversationRow };
+
+/**
+ * A conversation the watchdog failed: `failed` + `gateway_lost` and no costs (the gateway
+ * never reported usage). The gateway's own end record may still overwrite it.
+ */
+export function isLostRecord(row: ConversationRow): boolean {
+  return row.status === 'failed' && row.endReason === GATEWAY_LOST && row.costs === null;
+}
+
+function messageValues(conversationId: string, m: SessionMessage) {
+  return {
+    id: m.id,
+    conversationId,
+    seq: m.seq,
+    role: m.role,
+    content: m.content,
+    source: m.source,
+    interrupted: m.interrupted,
+    durationMs: m.durationMs,
+    timestamp: new Date(m.timestamp),
+  };
+}
+
+function turnValues(conversationId: string, t: TranscriptTurn) {
+  return { id: t.id, conversationId, seq: t.seq, speaker: t.speaker, text: t.text, startTime: t.startTime, endTime: t.endTime, confidence: t.confidence, words: t.words };
+}
+
+/** Keeps the last of several entries with one id (a record must not insert a row twice). */
+function lastById<T extends { id: string }>(items: T[]): T[] {
+  return [...new Map(items.map((i) => [i.id, i])).values()];
+}
+
+/** The columns a lost call gets, at `now` (duration counted from `started_at`). */
+function lostSet(now: Date) {
+  const at = now.toISOString();
+  return {
+    status: 'failed' as const,
+    endReason: GATEWAY_LOST,
+    endedAt: now,
+    durationSeconds: sql<number>`greatest(0, floor(extract(epoch from (${at}::timestamptz - ${conversations.startedAt}))))::int`,
+    error: GATEWAY_LOST_ERROR,
+    updatedAt: now,
+  };
+}
+
+/**
+ * Conversations and what the voice loop writes into them. Reads are scoped by tenant;
+ * writes from the bus are keyed by conversation id and checked against the tenant the
+ * gateway named.
+ */
+export class ConversationRepository {
+  constructor(private readonly db: Db) {}
+
+  /** The agent a call asks for, with its tenant's status. */
+  async agentForCall(tenantId: string, agentId: string): Promise<{ agent: AgentRow; tenantStatus: string } | undefined> {
+    const [row] = await this.db
+      .select({ agent: agents, tenantStatus: tenants.status })
+      .from(agents)
+      .innerJoin(tenants, eq(tenants.id, agents.tenantId))
+      .where(and(eq(agents.tenantId, tenantId), eq(agents.id, agentId)));
+    return row;
+  }
+
+  /**
+   * Inserts the conversation of a call unless one exists for the same provider call id
+   * (a retried `call.prepare`); `created` says which. Concurrent retries are safe: the
+   * unique index on (provider, external_id) lets exactly one insert win.
+   */
+  async createOrGet(values: NewConversation): Promise<{ row: ConversationRow; created: boolean }> {
+    const [row] = await this.db
+      .insert(conversations)
+      .values(values)
+      .onConflictDoNothing({ target: [conversations.provider, conversations.externalId] })
+      .returning();
+    if (row) return { row, created: true };
+    const [existing] = await this.db
+      .select()
+      .from(conversations)
+      .where(and(eq(conversations.provider, values.provider), eq(conversations.externalId, values.externalId)));
+    if (!existing) throw new Error('conversation vanished between insert and read');
+    return { row: existing, created: false };
+  }
+
+  async find(tenantId: string, id: string): Promise<ConversationRow | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(conversations)
+      .where(and(eq(conversations.tenantId, tenantId), eq(conversations.id, id)));
+    return row;
+  }
+
+  async messages(conversationId: string): Promise<MessageRow[]> {
+    return this.db.select().from(conversationMessages).where(eq(conversationMessages.conversationId, conversationId)).orderBy(asc(conversationMessages.seq));
+  }
+
+  async turns(conversationId: string): Promise<TurnRow[]> {
+    return this.db.select().from(transcriptTurns).where(eq(transcriptTurns.conversationId, conversationId)).orderBy(asc(transcriptTurns.seq));
+  }
+
+  /**
+   * Stores one live message (and its transcript turn) while the call is in progress.
+   * A message re-sent with the same id replaces the stored one, except that an
+   * interrupted (truncated) version is never replaced by an uninterrupted one, whatever
+   * order they arrive in. Once the call has ended, the end record is the truth and live
+   * messages are ignored (`closed`). The share lock orders this against `finish`.
+   */
+  async recordMessage(tenantId: string, conversationId: string, message: SessionMessage, turn: TranscriptTurn | null): Promise<'stored' | 'unknown' | 'closed'> {
+    return this.db.transaction(async (tx) => {
+      const [conv] = await tx
+        .select({ status: conversations.status })
+        .from(conversations)
+        .where(and(eq(conversations.id, conversationId), eq(conversations.tenantId, tenantId)))
+        .for('share');
+      if (!conv) return 'unknown';
+      if (conv.status !== 'in_progress') return 'closed';
+      const m = conversationMessages;
+      await tx
+        .insert(m)
+        .values(messageValues(conversationId, message))
+        .onConflictDoUpdate({
+          target: m.id,
+          set: { content: sql`excluded.content`, interrupted: sql`excluded.interrupted`, durationMs: sql`excluded.duration_ms` },
+          setWhere: sql`${m.conversationId} = excluded.conversation_id and (not ${m.interrupted} or excluded.interrupted)`,
+        });
+      if (turn) {
+        const t = transcriptTurns;
+        await tx
+          .insert(t)
+          .values(turnValues(conversationId, turn))
+          .onConflictDoUpdate({
+            target: t.id,
+            set: { text: sql`excluded.text`, startTime: sql`excluded.start_time`, endTime: sql`excluded.end_time`, confidence: sql`excluded.confidence`, words: sql`excluded.words` },
+            setWhere: sql`${t.conversationId} = excluded.conversation_id`,
+          });
+      }
+      return 'stored';
+    });
+  }
+
+  /**
+   * Applies a gateway's end record in one transaction: locks the conversation, lets
+   * `decide` price it (it gets the row and the agent's transcription model at the call's
+   * version) and return the final columns, replaces every message and turn with the
+   * record's (the record is complete, so the stored result is the same whatever order
+   * live messages came in), and writes the row. A conversation that already ended
+   * (anything but in progress or lost) is a duplicate record: nothing is written.
+   */
+  async finish(
+    tenantId: string,
+    conversationId: string,
+    record: { messages: SessionMessage[]; turns: TranscriptTurn[] },
+    decide: (row: ConversationRow, transcriptionModel: string | undefined) => FinalWrite,
+  ): Promise<FinishResult> {
+    return this.db.transaction(async (tx) => {
+      const [conv] = await tx
+        .select()
+        .from(conversations)
+        .where(and(eq(conversations.id, conversationId), eq(conversations.tenantId, tenantId)))
+        .for('update');
+      if (!conv) return { kind: 'unknown' as const };
+      if (conv.status !== 'in_progress' && !isLostRecord(conv)) return { kind: 'duplicate' as const, row: conv };
+      const write = decide(conv, await this.transcriptionModel(tx, conv));
+      await tx.delete(conversationMessages).where(eq(conversationMessages.conversationId, conversationId));
+      await tx.delete(transcriptTurns).where(eq(transcriptTurns.conversationId, conversationId));
+      const messages = lastById(record.messages).map((m) => messageValues(conversationId, m));
+      const turns = lastById(record.turns).map((t) => turnValues(conversationId, t));
+      if (messages.length > 0) await tx.insert(conversationMessages).values(messages);
+      if (turns.length > 0) await tx.insert(transcriptTurns).values(turns);
+      const [row] = await tx
+        .update(conversations)
+        .set({ ...write, updatedAt: sql`now()` })
+        .where(eq(conversations.id, conversationId))
+        .returning();
+      return { kind: 'finished' as const, row: row!, previous: conv };
+    });
+  }
+
+  /** Records a gateway's heartbeat at `now`. */
+  async heartbeat(gatewayId: string, intervalMs: number, now: Date): Promise<void> {
+    await this.db
+      .insert(gatewayHeartbeats)
+      .values({ gatewayId, intervalMs, lastSeenAt: now })
+      .onConflictDoUpdate({ target: gatewayHeartbeats.gatewayId, set: { intervalMs, lastSeenAt: now } });
+  }
+
+  /**
+   * Fails the in-progress calls of a gateway that its heartbeat no longer lists, if they
+   * started before `startedBefore` (younger calls may not have reached the list yet).
+   * `status = 'in_progress'` in the UPDATE makes it safe for every control plane to run.
+   */
+  async failMissing(gatewayId: string, activeConversationIds: string[], startedBefore: Date, now: Date): Promise<ConversationRow[]> {
+    const where: SQL[] = [eq(conversations.status, 'in_progress'), eq(conversations.gatewayId, gatewayId), lt(conversations.startedAt, startedBefore)];
+    if (activeConversationIds.length > 0) where.push(notInArray(conversations.id, activeConversationIds));
+    return this.db
+      .update(conversations)
+      .set(lostSet(now))
+      .where(and(...where))
+      .returning();
+  }
+
+  /**
+   * Fails in-progress calls whose gateway's last heartbeat is older than `staleFactor`
+   * of its interval, or whose gateway never sent one and that started more than
+   * `neverSeenGraceMs` ago. Each conversation is failed once however many control planes
+   * run this at the same moment: the UPDATE re-checks `status` under the row lock.
+   */
+  async failStale(now: Date, opts: { staleFactor: number; neverSeenGraceMs: number }): Promise<ConversationRow[]> {
+    const at = now.toISOString();
+    const c = conversations;
+    return this.db
+      .update(c)
+      .set(lostSet(now))
+      .where(
+        and(
+          eq(c.status, 'in_progress'),
+          sql`(
+            exists (select 1 from ${gatewayHeartbeats} h
+                     where h.gateway_id = ${c.gatewayId}
+                       and h.last_seen_at < ${at}::timestamptz - (h.interval_ms * ${opts.staleFactor}::numeric) * interval '1 millisecond')
+            or (not exists (select 1 from ${gatewayHeartbeats} h where h.gateway_id = ${c.gatewayId})
+                and ${c.startedAt} < ${at}::timestamptz - ${opts.neverSeenGraceMs}::numeric * interval '1 millisecond'))`,
+        ),
+      )
+      .returning();
+  }
+
+  /** The agent's transcription model at the call's version (the STT price can depend on it). */
+  private async transcriptionModel(tx: Tx, conv: ConversationRow): Promise<string | undefined> {
+    const [v] = await tx
+      .select({ snapshot: agentVersions.snapshot })
+      .from(agentVersions)
+      .where(and(eq(agentVersions.agentId, conv.agentId), eq(agentVersions.version, conv.agentVersion)));
+    const transcription = v?.snapshot.transcription as { model?: unknown } | undefined;
+    return typeof transcription?.model === 'string' ? transcription.model : undefined;
+  }
+}

@@ -1,0 +1,92 @@
+import { AppError } from '@vap/shared';
+import type { Principal } from '../auth/principal.js';
+import { callerOf, costSummaryOf } from './events.js';
+import type { ConversationRepository, ConversationRow } from './repository.js';
+import type { ConversationView, CostsView, MessagesView, TranscriptView } from './schemas.js';
+
+function notFound(id: string): AppError {
+  return new AppError('conversation-not-found', `Conversation ${id} was not found.`);
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+const int = (v: unknown): number | null => (typeof v === 'number' && Number.isInteger(v) ? v : null);
+
+/**
+ * Reading conversations. Every method takes the calling principal and sees only its
+ * tenant: another tenant's conversation is "not found", like a missing one.
+ */
+export class ConversationService {
+  constructor(private readonly deps: { repo: ConversationRepository }) {}
+
+  async get(p: Principal, id: string): Promise<ConversationView> {
+    return view(await this.load(p, id));
+  }
+
+  /** Messages in conversation order (`seq`), without word timing. */
+  async messages(p: Principal, id: string): Promise<MessagesView> {
+    const row = await this.load(p, id);
+    const rows = await this.deps.repo.messages(row.id);
+    return {
+      conversationId: row.id,
+      messages: rows.map((m) => ({ id: m.id, role: m.role, content: m.content, timestamp: m.timestamp.toISOString(), durationMs: m.durationMs, interrupted: m.interrupted })),
+    };
+  }
+
+  async transcript(p: Principal, id: string): Promise<TranscriptView> {
+    const row = await this.load(p, id);
+    const turns = await this.deps.repo.turns(row.id);
+    return {
+      conversationId: row.id,
+      language: row.language,
+      durationSeconds: row.durationSeconds,
+      turns: turns.map((t) => ({ id: t.id, speaker: t.speaker, text: t.text, startTime: t.startTime, endTime: t.endTime, confidence: t.confidence, words: t.words })),
+    };
+  }
+
+  /** Costs exist once the gateway's end record priced the call; before that, 409. */
+  async costs(p: Principal, id: string): Promise<CostsView> {
+    const row = await this.load(p, id);
+    const c = row.costs;
+    if (!c) {
+      throw new AppError(
+        'invalid-state',
+        row.status === 'in_progress'
+          ? `Conversation ${id} is still in progress; costs are computed when it ends.`
+          : `Conversation ${id} ended without a usage report (its media gateway was lost), so it has no costs.`,
+      );
+    }
+    return { conversationId: row.id, currency: c.currency, total: c.total, breakdown: { llm: c.llm, tts: c.tts, stt: c.stt, telephony: c.telephony } };
+  }
+
+  private async load(p: Principal, id: string): Promise<ConversationRow> {
+    const row = await this.deps.repo.find(p.tenantId, id);
+    if (!row) throw notFound(id);
+    return row;
+  }
+}
+
+function view(row: ConversationRow): ConversationView {
+  const rec = row.recording;
+  return {
+    id: row.id,
+    agentId: row.agentId,
+    agentName: row.agentName,
+    channel: row.channel as ConversationView['channel'],
+    status: row.status,
+    direction: row.direction as ConversationView['direction'],
+    startedAt: row.startedAt.toISOString(),
+    endedAt: row.endedAt?.toISOString() ?? null,
+    durationSeconds: row.durationSeconds,
+    endReason: row.endReason,
+    caller: callerOf(row),
+    metadata: row.metadata,
+    cost: costSummaryOf(row),
+    analysis: row.analysis ?? null,
+    // Recordings arrive with the recording issue; until then none is available.
+    recording: rec
+      ? { available: rec.available === true, durationSeconds: int(rec.durationSeconds), format: str(rec.format), expiresAt: str(rec.expiresAt) }
+      : { available: false, durationSeconds: null, format: null, expiresAt: null },
+    tags: row.tags,
+    outcome: row.outcome,
+  };
+}

@@ -1,0 +1,50 @@
+import type { Logger } from 'pino';
+import type { CallService, LostCallRules } from './call-service.js';
+import { DEFAULT_LOST_CALL_RULES } from './call-service.js';
+
+/**
+ * Fails the in-progress calls of media gateways that stopped sending heartbeats (crash,
+ * kill -9, network partition), every `intervalMs`. Every control plane runs one; the
+ * conditional UPDATE behind it fails each call exactly once, so they need no leader.
+ * The clock is the {@link CallService}'s, so tests move time instead of waiting.
+ */
+export class GatewayWatchdog {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private readonly rules: LostCallRules;
+
+  constructor(private readonly deps: { calls: CallService; log: Logger; intervalMs?: number; rules?: Partial<LostCallRules> }) {
+    this.rules = { ...DEFAULT_LOST_CALL_RULES, ...deps.rules };
+  }
+
+  /** Starts the periodic pass (default every 2 s: well inside one 3× heartbeat window). */
+  start(): void {
+    this.timer = setInterval(() => void this.tick(), this.deps.intervalMs ?? 2000);
+    this.timer.unref();
+  }
+
+  /** One pass; resolves with the number of calls failed. */
+  async runOnce(): Promise<number> {
+    return this.deps.calls.failLostCalls(this.rules);
+  }
+
+  /** Stops the timer and waits for a pass in flight. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  private tick(): void {
+    // A slow database must not stack passes on top of each other.
+    if (this.running) return;
+    this.running = this.runOnce()
+      .then(
+        () => undefined,
+        (err: unknown) => this.deps.log.warn({ err }, 'gateway watchdog pass failed; will retry'),
+      )
+      .finally(() => {
+        this.running = undefined;
+      });
+  }
+}
