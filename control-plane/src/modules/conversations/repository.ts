@@ -133,7 +133,7 @@ export class ConversationRepository {
    * Stores one live message (and its transcript turn) while the call is in progress.
    * A message re-sent with the same id replaces the stored one, except that an
    * interrupted (truncated) version is never replaced by an uninterrupted one, whatever
-   * order they arrive in. Once the call has ended, the end record is the truth and live
+   * order they arrive in; the turn is written with its message, keyed by position. Once the call has ended, the end record is the truth and live
    * messages are ignored (`closed`). The share lock orders this against `finish`.
    */
   async recordMessage(tenantId: string, conversationId: string, message: SessionMessage, turn: TranscriptTurn | null): Promise<'stored' | 'unknown' | 'closed'> {
@@ -146,23 +146,25 @@ export class ConversationRepository {
       if (!conv) return 'unknown';
       if (conv.status !== 'in_progress') return 'closed';
       const m = conversationMessages;
-      await tx
+      const written = await tx
         .insert(m)
         .values(messageValues(conversationId, message))
         .onConflictDoUpdate({
           target: m.id,
           set: { content: sql`excluded.content`, interrupted: sql`excluded.interrupted`, durationMs: sql`excluded.duration_ms` },
           setWhere: sql`${m.conversationId} = excluded.conversation_id and (not ${m.interrupted} or excluded.interrupted)`,
-        });
-      if (turn) {
+        })
+        .returning({ id: m.id });
+      // The turn follows its message: a stale version skipped above leaves the turn alone too.
+      // It is keyed by position, so a re-sent message whose turn got a new id replaces the old turn.
+      if (turn && written.length > 0) {
         const t = transcriptTurns;
         await tx
           .insert(t)
           .values(turnValues(conversationId, turn))
           .onConflictDoUpdate({
-            target: t.id,
-            set: { text: sql`excluded.text`, startTime: sql`excluded.start_time`, endTime: sql`excluded.end_time`, confidence: sql`excluded.confidence`, words: sql`excluded.words` },
-            setWhere: sql`${t.conversationId} = excluded.conversation_id`,
+            target: [t.conversationId, t.seq],
+            set: { id: sql`excluded.id`, speaker: sql`excluded.speaker`, text: sql`excluded.text`, startTime: sql`excluded.start_time`, endTime: sql`excluded.end_time`, confidence: sql`excluded.confidence`, words: sql`excluded.words` },
           });
       }
       return 'stored';
