@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Bus } from '@vap/shared';
+import { startAdminServer } from './admin/admin-server.js';
 import { buildApp } from './app.js';
 import type { ControlPlaneConfig } from './config.js';
 import { openDatabase, runMigrations } from './db/database.js';
@@ -11,6 +12,8 @@ import { startCallHandling } from './modules/conversations/call-handlers.js';
 import { Housekeeping } from './modules/housekeeping/housekeeping.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
+import { loadTwilioAuthToken } from './modules/telephony/twilio-credentials.js';
+import type { TwilioAuth } from './modules/telephony/twilio-credentials.js';
 import { bootstrap } from './modules/tenants/bootstrap.js';
 import type { BootstrapResult } from './modules/tenants/bootstrap.js';
 import { SecretBox, loadSecretKey } from './secret-box.js';
@@ -25,6 +28,10 @@ export interface ControlPlane {
   databaseMode: 'external' | 'embedded';
   /** Credentials created on this start (empty database only). */
   bootstrap: BootstrapResult | null;
+  /** The admin API (telephony debug): its URL and where its token comes from; null when not started (production without ADMIN_TOKEN). */
+  admin: { url: string; tokenSource: string } | null;
+  /** The Twilio Auth Token webhooks are checked with (sandbox: generated into DATA_DIR); hand it to the media gateway. */
+  twilio: TwilioAuth;
   close(): Promise<void>;
 }
 
@@ -44,7 +51,8 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     await runMigrations(database);
     const boot = await bootstrap(database, config, log);
     const secrets = new SecretBox(loadSecretKey(config.secretEncryptionKey, config.dataDir, config.appEnv));
-    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log });
+    const twilio = loadTwilioAuthToken(config.twilio.authToken, config.dataDir);
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token });
     const housekeeping = new Housekeeping({
       idempotency: new IdempotencyStore(database.pool),
       rateLimiter: new RateLimiter(database.pool),
@@ -52,6 +60,10 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       intervalMs: config.housekeepingIntervalMs,
     });
     const url = await app.listen({ host: config.host, port: config.port });
+    const admin = await startAdminServer(config, { database, logger: log }).catch(async (err: unknown) => {
+      await app.close();
+      throw err;
+    });
     housekeeping.start();
     // Bus handlers of live calls and the lost-gateway watchdog (modules/conversations).
     const calls = startCallHandling({ db: database.db, bus: deps.bus, secrets, log });
@@ -61,8 +73,11 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       url,
       databaseMode: embedded ? 'embedded' : 'external',
       bootstrap: boot,
+      admin: admin ? { url: admin.url, tokenSource: admin.tokenSource } : null,
+      twilio,
       close: async () => {
         await app.close();
+        await admin?.close();
         await calls.close();
         await housekeeping.stop();
         await database.close();

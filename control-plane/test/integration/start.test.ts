@@ -36,7 +36,9 @@ afterAll(async () => {
 });
 
 function env(databaseUrl: string | undefined, extra: Record<string, string> = {}) {
-  return loadConfig({ ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), PORT: '0', LOG_LEVEL: 'silent', SECRET_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ...extra });
+  // ADMIN_PORT 0: replicas started together each get their own admin listener; the tokens keep DATA_DIR untouched.
+  const admin = { ADMIN_PORT: '0', ADMIN_TOKEN: randomBytes(24).toString('hex'), TWILIO_AUTH_TOKEN: randomBytes(16).toString('hex') };
+  return loadConfig({ ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), PORT: '0', LOG_LEVEL: 'silent', SECRET_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ...admin, ...extra });
 }
 
 async function api(cp: ControlPlane, key: string, method: string, url: string, body?: unknown) {

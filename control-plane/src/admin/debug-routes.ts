@@ -1,0 +1,35 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { AppError } from '@vap/shared';
+import { problemResponses } from '../http/problem.js';
+import type { CallInspector } from './call-inspector.js';
+import { simulateInbound } from './inbound-simulator.js';
+import { callNotFoundSchema, callSidParams, inspectedCallSchema, simulateInboundBody, simulateInboundResponse } from './schemas.js';
+
+/**
+ * The spec's "Telephony debug (admin only)" endpoints served so far: the call inspector
+ * and the inbound-call simulator. Authentication is the admin server's hook.
+ */
+export const debugRoutes: FastifyPluginAsync<{ appEnv: 'development' | 'production'; inspector: CallInspector }> = async (app, opts) => {
+  const r = app.withTypeProvider<ZodTypeProvider>();
+
+  r.post('/telephony/debug/simulate-inbound', {
+    // Before body validation, so production answers 403 whatever the body.
+    onRequest: async () => {
+      if (opts.appEnv !== 'development') throw new AppError('forbidden', 'The inbound-call simulator runs only when APP_ENV=development.');
+    },
+    schema: { body: simulateInboundBody, response: { 200: simulateInboundResponse, ...problemResponses(400, 401, 403, 422) } },
+    handler: async (req) => simulateInbound(req.body),
+  });
+
+  r.get('/telephony/debug/calls/:callSid', {
+    schema: { params: callSidParams, response: { 200: inspectedCallSchema, 404: callNotFoundSchema, ...problemResponses(401, 403) } },
+    handler: async (req, reply) => {
+      const { callSid } = req.params;
+      const found = await opts.inspector.find(callSid);
+      // The spec's shape for no match: not a problem document.
+      if (!found) return reply.code(404).send({ callSid, message: `No conversation or outbound call has the provider call id ${callSid}.` });
+      return found;
+    },
+  });
+};

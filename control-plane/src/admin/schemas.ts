@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { isId } from '@vap/shared';
+import type { InboundProvider } from '../modules/telephony/inbound-answer.js';
+
+/** The spec's provider names, accepted in any case (`twilio`, `TWILIO`…). */
+export const PROVIDER_NAMES = { twilio: 'Twilio', vonage: 'Vonage', telnyx: 'Telnyx' } as const satisfies Record<InboundProvider, string>;
+export type ProviderName = (typeof PROVIDER_NAMES)[InboundProvider];
+
+const providerSchema = z
+  .string()
+  .refine((v) => Object.hasOwn(PROVIDER_NAMES, v.toLowerCase()), 'must be one of: Twilio, Vonage, Telnyx (any case)')
+  .transform((v) => v.toLowerCase() as InboundProvider);
+
+// A host name or address with an optional port; no scheme, path or credentials.
+const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+const party = z.string().trim().min(1, 'must not be empty').max(256, 'must be at most 256 characters');
+
+export const simulateInboundBody = z.strictObject({
+  provider: providerSchema,
+  agentId: z.string().refine((v) => isId('agt', v), 'must be an agent id (agt_…)'),
+  tenantId: z.string().refine((v) => isId('ten', v), 'must be a tenant id (ten_…)'),
+  from: party,
+  to: party,
+  host: z.string().max(260).regex(HOST, 'must be a host with an optional port, such as gw.example.com or gw.example.com:8443 (no scheme or path)'),
+  callSid: z.string().trim().min(1, 'must not be empty').max(128, 'must be at most 128 characters').optional(),
+  isSipTrunk: z.boolean().default(false),
+});
+
+export type SimulateInboundInput = z.output<typeof simulateInboundBody>;
+
+export const simulateInboundResponse = z.object({
+  provider: z.enum(['Twilio', 'Vonage', 'Telnyx']),
+  mediaStreamUrl: z.string(),
+  responseBody: z.string().describe('TwiML (Twilio), TeXML (Telnyx) or the NCCO as a JSON string (Vonage)'),
+});
+
+export const callSidParams = z.strictObject({ callSid: z.string().min(1).max(200) });
+
+const inspectedConversation = z.object({
+  id: z.string(),
+  tenantId: z.string(),
+  agentId: z.string(),
+  channel: z.string(),
+  status: z.string(),
+  startedAt: z.string(),
+  endedAt: z.string().nullable(),
+  durationSeconds: z.number().int().nullable(),
+  callerIdentifier: z.string().nullable(),
+  outcome: z.string().nullable(),
+  costTotal: z.number().nullable(),
+  messageCount: z.number().int(),
+});
+
+export const inspectedCallSchema = z.object({ callSid: z.string(), conversation: inspectedConversation.nullable(), outboundCall: z.null() });
+export const callNotFoundSchema = z.object({ callSid: z.string(), message: z.string() });
+
+/** `SIMULATED-<uuid>`, the spec's default call id of a simulated call. */
+export function simulatedCallSid(): string {
+  return `SIMULATED-${randomUUID()}`;
+}
