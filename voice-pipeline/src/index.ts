@@ -1,6 +1,23 @@
 /**
- * The streaming STT → LLM → TTS pipeline: typed frames through processors, provider
- * adapters and their simulators. Built by the voice-loop issue (#4); until then this
- * package only fixes its place in the workspace and its dependency direction (→ shared).
+ * The streaming STT → LLM → TTS pipeline: typed frames through processors, the voice
+ * session that runs one call, and the provider adapters.
  */
-export const VOICE_PIPELINE_PACKAGE = '@vap/voice-pipeline';
+export * from './frames.js';
+export * from './audio/index.js';
+export { Pipeline } from './pipeline/pipeline.js';
+export { Processor } from './pipeline/processor.js';
+export type { Direction } from './pipeline/processor.js';
+export { VoiceSession } from './session/voice-session.js';
+export type { VoiceSessionOptions, SessionOutcome, SessionStatus } from './session/voice-session.js';
+export type { RecordedMessage, RecordedTurn, Usage } from './session/call-record.js';
+export { CallRecord } from './session/call-record.js';
+export { renderTemplate, buildSystemPrompt } from './session/prompt.js';
+export type { AudioTransport } from './processors/audio-output.js';
+export { BARGE_IN_RULES } from './processors/turn-detector.js';
+export { ProviderError, isRetryableStatus } from './providers/provider-error.js';
+export type * from './providers/types.js';
+export { createCallProviders } from './providers/registry.js';
+export type { ProviderEndpoint, ProviderEndpoints, CallProviders } from './providers/registry.js';
+export { startProviders } from './providers/sandbox.js';
+export type { ProviderKeys, ProviderRuntime } from './providers/sandbox.js';
+export { withLlmRetry } from './providers/retry.js';

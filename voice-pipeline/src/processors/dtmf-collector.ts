@@ -43,7 +43,7 @@ export class DtmfCollector extends Processor {
     this.push({ kind: 'user.turn', turn: { text, source: 'dtmf', words: [], confidence: 1, startAt: this.firstAt, endAt: at, speechEndAt: at, sttFinalAt: at }, at });
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     clearTimeout(this.timer);
   }
 }

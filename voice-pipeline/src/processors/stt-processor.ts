@@ -140,7 +140,7 @@ export class SttProcessor extends Processor {
     return this.audioMsSent;
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.closed = true;
     const s = this.stream;
     this.stream = null;

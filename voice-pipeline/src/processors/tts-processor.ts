@@ -157,7 +157,7 @@ export class TtsProcessor extends Processor {
     }
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     for (const t of this.turns.values()) t.controller.abort();
     this.turns.clear();
   }

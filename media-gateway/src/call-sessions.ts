@@ -1,0 +1,245 @@
+import type { Logger } from 'pino';
+import { BusRequestError, SUBJECTS } from '@vap/shared';
+import type { Bus, ReplyPayload } from '@vap/shared';
+import { EnergyVad, ProviderError, VoiceSession, createCallProviders } from '@vap/voice-pipeline';
+import type { ProviderEndpoints, SessionOutcome, TurnMetrics } from '@vap/voice-pipeline';
+import type { CallLeg } from './call-leg.js';
+
+/** Parameters the control plane puts in `<Stream>`; the rest of them is call metadata. */
+const ROUTING_PARAMETERS = new Set(['agentId', 'tenantId', 'callSid', 'from', 'to', 'direction']);
+
+/** What the gateway remembers of a recent call, for the sandbox call command and debugging. */
+export interface CallSummary {
+  callSid: string;
+  conversationId: string | null;
+  status: 'in_progress' | SessionOutcome['status'] | 'rejected';
+  endReason: string | null;
+  turnMetrics: TurnMetrics[];
+  bargeInReactionMs: number[];
+  providers: string[];
+}
+
+interface ActiveCall {
+  conversationId: string;
+  session: VoiceSession;
+  done: Promise<void>;
+}
+
+/**
+ * Runs a voice session for each carrier leg the gateway accepts: asks a control plane to
+ * take the call (`callPrepare` over the bus), builds the agent's providers, feeds the leg
+ * into the session, and reports every message, error and the final record on the bus.
+ * Publishes the gateway's heartbeat so a control plane can fail its calls if it dies.
+ */
+export class CallSessions {
+  private readonly active = new Map<string, ActiveCall>();
+  private readonly recent = new Map<string, CallSummary>();
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly deps: {
+      bus: Bus;
+      logger: Logger;
+      gatewayId: string;
+      endpoints: ProviderEndpoints;
+      heartbeatIntervalMs: number;
+      prepareTimeoutMs?: number;
+    },
+  ) {}
+
+  get activeCalls(): number {
+    return this.active.size;
+  }
+
+  /** Recent calls by carrier call id (last 200). */
+  summary(callSid: string): CallSummary | undefined {
+    return this.recent.get(callSid);
+  }
+
+  startHeartbeat(): void {
+    const beat = () => {
+      void this.deps.bus
+        .publish('gatewayHeartbeat', SUBJECTS.gatewayHeartbeat.subject(this.deps.gatewayId), {
+          gatewayId: this.deps.gatewayId,
+          activeConversationIds: [...this.active.keys()],
+          intervalMs: this.deps.heartbeatIntervalMs,
+          at: new Date().toISOString(),
+        })
+        .catch((err: unknown) => this.deps.logger.warn({ err }, 'heartbeat publish failed'));
+    };
+    beat();
+    this.heartbeat = setInterval(beat, this.deps.heartbeatIntervalMs);
+    this.heartbeat.unref();
+  }
+
+  /** Takes a new leg; never throws (a call that cannot run is hung up and reported). */
+  handle(leg: CallLeg): void {
+    void this.run(leg).catch((err: unknown) => {
+      this.deps.logger.error({ err, callSid: leg.callSid }, 'call session crashed');
+      void leg.hangup();
+    });
+  }
+
+  private remember(s: CallSummary): void {
+    this.recent.set(s.callSid, s);
+    if (this.recent.size > 200) this.recent.delete(this.recent.keys().next().value!);
+  }
+
+  private async run(leg: CallLeg): Promise<void> {
+    const p = leg.parameters;
+    const log = this.deps.logger.child({ callSid: leg.callSid, agentId: p['agentId'], tenantId: p['tenantId'] });
+    // Caller audio keeps coming while the control plane answers: keep it for the session.
+    const early: Uint8Array[] = [];
+    const earlyDigits: string[] = [];
+    let session: VoiceSession | null = null;
+    let legEnded: 'hangup' | 'socket-lost' | 'local' | null = null;
+    leg.onAudio((a) => (session ? session.audio(a) : early.length < 250 && early.push(a)));
+    leg.onDtmf((d) => (session ? session.dtmf(d) : earlyDigits.push(d)));
+    leg.onEnd((reason) => {
+      legEnded = reason;
+      session?.transportEnded(reason);
+    });
+
+    const summary: CallSummary = { callSid: leg.callSid, conversationId: null, status: 'rejected', endReason: null, turnMetrics: [], bargeInReactionMs: [], providers: [] };
+    this.remember(summary);
+    if (!p['agentId'] || !p['tenantId']) {
+      log.warn('media stream without agentId/tenantId parameters; hanging up');
+      await leg.hangup();
+      return;
+    }
+    const metadata = Object.fromEntries(Object.entries(p).filter(([k]) => !ROUTING_PARAMETERS.has(k)));
+    let prepared: ReplyPayload<'callPrepare'>;
+    try {
+      prepared = await this.deps.bus.request(
+        'callPrepare',
+        {
+          provider: leg.provider,
+          channel: leg.provider === 'webrtc' ? 'webrtc' : 'phone',
+          direction: p['direction'] === 'outbound' ? 'outbound' : 'inbound',
+          callSid: leg.callSid,
+          tenantId: p['tenantId'],
+          agentId: p['agentId'],
+          from: p['from'] ?? null,
+          to: p['to'] ?? null,
+          metadata,
+          gatewayId: this.deps.gatewayId,
+        },
+        { timeoutMs: this.deps.prepareTimeoutMs ?? 5000 },
+      );
+    } catch (err) {
+      log.error({ err, code: err instanceof BusRequestError ? err.code : undefined }, 'no control plane took the call; hanging up');
+      await leg.hangup();
+      return;
+    }
+    if (!prepared.ok) {
+      log.warn({ code: prepared.code }, 'control plane refused the call; hanging up');
+      await leg.hangup();
+      return;
+    }
+    const { conversationId, agent } = prepared;
+    const tenantId = agent.tenantId;
+    summary.conversationId = conversationId;
+    summary.status = 'in_progress';
+    const bus = this.deps.bus;
+    const reportError = (error: ProviderError, recoverable: boolean) =>
+      void bus.publish('sessionError', SUBJECTS.sessionError.subject(tenantId, conversationId), {
+        conversationId,
+        tenantId,
+        agentId: agent.id,
+        errorCode: error.code,
+        errorMessage: `${error.capability} provider ${error.provider}: ${error.message}`.slice(0, 500),
+        recoverable,
+        at: new Date().toISOString(),
+      });
+
+    let outcome: SessionOutcome;
+    let providers;
+    try {
+      providers = createCallProviders(agent.config, this.deps.endpoints);
+    } catch (err) {
+      const error = err instanceof ProviderError ? err : new ProviderError({ provider: 'unknown', capability: 'llm', code: 'provider_unsupported', message: String(err), retryable: false });
+      reportError(error, false);
+      await leg.hangup();
+      await this.publishEnded(leg, agent.id, tenantId, conversationId, null, { status: 'failed', endReason: 'error', error: { code: error.code, message: error.message } }, agent.config);
+      summary.status = 'failed';
+      summary.endReason = 'error';
+      return;
+    }
+    summary.providers = providers.substituted;
+    if (providers.substituted.length > 0) log.info({ substituted: providers.substituted }, 'sandbox simulators stand in for providers without adapters');
+
+    const s = new VoiceSession({
+      agent: agent.config,
+      providers,
+      transport: leg,
+      call: { callSid: leg.callSid, from: p['from'] ?? null, to: p['to'] ?? null, metadata },
+      vad: new EnergyVad({ sampleRateHz: 8000 }),
+      logger: log.child({ conversationId }),
+      startedAtMs: Date.parse(prepared.startedAt),
+      onMessage: (message, turn) => void bus.publish('sessionMessage', SUBJECTS.sessionMessage.subject(tenantId, conversationId), { conversationId, tenantId, message, turn }),
+      onError: reportError,
+      onTurnMetrics: (m) => {
+        summary.turnMetrics.push(m);
+        log.debug({ metrics: m }, 'turn latency');
+      },
+      onBargeIn: (ms) => summary.bargeInReactionMs.push(ms),
+    });
+    session = s;
+    const done = (async () => {
+      outcome = await s.ended;
+      summary.status = outcome.status;
+      summary.endReason = outcome.endReason;
+      await this.publishEnded(leg, agent.id, tenantId, conversationId, outcome, null, agent.config);
+      this.active.delete(conversationId);
+      log.info({ conversationId, status: outcome.status, endReason: outcome.endReason, durationMs: Math.round(outcome.durationMs) }, 'call ended');
+    })();
+    this.active.set(conversationId, { conversationId, session: s, done });
+    log.info({ conversationId }, 'call started');
+    s.start();
+    for (const a of early) s.audio(a);
+    for (const d of earlyDigits) s.dtmf(d);
+    if (legEnded) s.transportEnded(legEnded);
+    await done;
+  }
+
+  private async publishEnded(
+    leg: CallLeg,
+    agentId: string,
+    tenantId: string,
+    conversationId: string,
+    outcome: SessionOutcome | null,
+    failure: { status: 'failed'; endReason: string; error: { code: string; message: string } } | null,
+    config: { llm: { provider: string; model: string }; voice: { provider: string }; transcription: { provider: string; language?: string } },
+  ): Promise<void> {
+    const r = outcome?.record;
+    const durationMs = outcome?.durationMs ?? 0;
+    await this.deps.bus.publish('sessionEnded', SUBJECTS.sessionEnded.subject(tenantId, conversationId), {
+      conversationId,
+      tenantId,
+      agentId,
+      status: outcome?.status ?? failure!.status,
+      endReason: outcome?.endReason ?? failure!.endReason,
+      endedAt: new Date().toISOString(),
+      durationSeconds: Math.round(durationMs / 1000),
+      language: outcome?.language ?? config.transcription.language ?? 'en-US',
+      messages: r?.messages ?? [],
+      turns: r?.turns ?? [],
+      usage: {
+        llm: { provider: config.llm.provider, model: config.llm.model, inputTokens: r?.usage.llmInputTokens ?? 0, outputTokens: r?.usage.llmOutputTokens ?? 0 },
+        tts: { provider: config.voice.provider, characters: r?.usage.ttsCharacters ?? 0 },
+        stt: { provider: config.transcription.provider, audioSeconds: Math.round((r?.usage.sttAudioMs ?? 0) / 10) / 100 },
+        telephony: { provider: leg.provider, seconds: Math.round(durationMs / 10) / 100 },
+      },
+      error: outcome?.error ?? failure?.error ?? null,
+    });
+  }
+
+  /** Ends every call (gateway shutdown) and waits until each final record is published. */
+  async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    const calls = [...this.active.values()];
+    await Promise.all(calls.map((c) => c.session.stop('gateway_shutdown', 'failed')));
+    await Promise.all(calls.map((c) => c.done));
+  }
+}
+

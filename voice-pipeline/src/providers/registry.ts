@@ -1,0 +1,56 @@
+import type { AgentConfig } from '@vap/shared';
+import { DeepgramStt } from './deepgram/stt.js';
+import { ElevenLabsTts } from './elevenlabs/tts.js';
+import { OpenAiLlm } from './openai/llm.js';
+import { ProviderError } from './provider-error.js';
+import { withLlmRetry } from './retry.js';
+import type { LlmProvider, ProviderConnection, SttProvider, TtsProvider } from './types.js';
+
+/** Where one provider is reached; `simulated` when it is the built-in sandbox simulator. */
+export interface ProviderEndpoint extends ProviderConnection {
+  simulated: boolean;
+}
+
+/** The providers with adapters today, as configured for this process. */
+export interface ProviderEndpoints {
+  deepgram: ProviderEndpoint;
+  openai: ProviderEndpoint;
+  elevenlabs: ProviderEndpoint;
+}
+
+export interface CallProviders {
+  stt: SttProvider;
+  llm: LlmProvider;
+  tts: TtsProvider;
+  /** Capabilities served by a simulator because the agent's provider has no adapter yet. */
+  substituted: string[];
+}
+
+/**
+ * The three providers of one call, from the agent's configuration. Providers without an
+ * adapter yet (the spec lists more than Deepgram, OpenAI and ElevenLabs) fall back to the
+ * simulator of that capability when it runs in sandbox mode, so any agent can be tried;
+ * with real keys configured they fail clearly (`provider_unsupported`) instead of sending
+ * the call to a provider the customer did not choose.
+ */
+export function createCallProviders(agent: AgentConfig, endpoints: ProviderEndpoints, opts: { llmTimeoutMs?: number } = {}): CallProviders {
+  const substituted: string[] = [];
+  const pick = <K extends keyof ProviderEndpoints>(capability: string, configured: string, key: K): ProviderEndpoint => {
+    const ep = endpoints[key];
+    if (configured === key) return ep;
+    if (!ep.simulated) {
+      throw new ProviderError({ provider: configured, capability: capability as 'stt', code: 'provider_unsupported', message: `${capability} provider ${configured} is not supported yet`, retryable: false });
+    }
+    substituted.push(`${capability}:${configured}`);
+    return ep;
+  };
+  const dg = pick('stt', agent.transcription.provider, 'deepgram');
+  const oa = pick('llm', agent.llm.provider, 'openai');
+  const el = pick('tts', agent.voice.provider, 'elevenlabs');
+  return {
+    stt: new DeepgramStt({ apiKey: dg.apiKey, baseUrl: dg.baseUrl }),
+    llm: withLlmRetry(new OpenAiLlm({ apiKey: oa.apiKey, baseUrl: oa.baseUrl, timeoutMs: opts.llmTimeoutMs }), { attempts: 3, baseDelayMs: 200 }),
+    tts: new ElevenLabsTts({ apiKey: el.apiKey, baseUrl: el.baseUrl }),
+    substituted,
+  };
+}
