@@ -1,0 +1,367 @@
+/**
+ * Outbound pacing: agent audio leaves the gateway at real time, one 20 ms μ-law frame per
+ * slot per leg, so that a barge-in `clear` has little audio queued at the carrier to
+ * discard (reference/audio-formats.md "Paced sending"). One timer serves every leg of the
+ * gateway: per-call timers cost a wake-up per call every 20 ms and drift apart.
+ */
+
+/** Bytes in one 20 ms frame of μ-law 8 kHz mono. */
+export const FRAME_BYTES = 160;
+/** μ-law code for silence (reference/audio-formats.md §G.711). */
+export const MULAW_SILENCE_BYTE = 0xff;
+const BYTES_PER_MS = 8;
+
+/** Where a paced stream's output goes (the leg's socket). Called from the pacer's timer. */
+export interface PacerSink {
+  /** One frame of exactly {@link FRAME_BYTES} bytes; the array may be a view, do not keep it. */
+  sendFrame(frame: Uint8Array): void;
+  /** A mark whose preceding audio has all been handed to `sendFrame`. */
+  sendMark(name: string): void;
+}
+
+/** Timing of one leg's outbound audio, for the load test (#4). */
+export interface PacedStreamStats {
+  framesSent: number;
+  /** Frames sent more than `lateGapMs` (40 ms) after the previous one while audio was waiting. */
+  lateFrames: number;
+  /** Largest such gap, ms. */
+  maxGapMs: number;
+  /** Frames whose tail was filled with μ-law silence. */
+  paddedFrames: number;
+  marksSent: number;
+}
+
+/** Timing of the shared timer. */
+export interface PacerStats {
+  ticks: number;
+  /** Ticks that fired a whole frame (20 ms) or more after their slot. */
+  lateTicks: number;
+  maxTickLatenessMs: number;
+  streams: number;
+}
+
+export interface OutboundPacerOptions {
+  /** Slot length, ms. Default 20 (one frame). */
+  frameMs?: number;
+  /**
+   * Frames a stream may have in flight ahead of real time (default 3 = 60 ms). The first
+   * frames of an utterance go out at once up to this lead: it is the carrier's jitter
+   * buffer, so a tick that fires late (GC, a busy event loop) does not starve playback.
+   * Larger values make `clear` and mark echoes lag behind what we sent.
+   */
+  initialBurstFrames?: number;
+  /** Frames one stream may send in one tick (catch-up after a late tick). Default 3. */
+  maxCatchUpFrames?: number;
+  /** A gap between two frames above this counts as late (ms). Default 40. */
+  lateGapMs?: number;
+  /** How long a partial frame at the end of the queue waits for more audio before it is padded (ms). Default 20. */
+  partialHoldMs?: number;
+  /** Monotonic clock, ms. Default `performance.now()`. */
+  now?: () => number;
+  setTimer?: (fn: () => void, ms: number) => unknown;
+  clearTimer?: (handle: unknown) => void;
+  /** A sink threw (the socket was gone); the pacer carries on with the other streams. */
+  onSinkError?: (err: unknown) => void;
+}
+
+type QueueItem = { kind: 'audio'; bytes: Uint8Array } | { kind: 'mark'; name: string };
+
+/**
+ * The gateway's one pacing timer. Legs {@link register} a sink and queue audio and marks
+ * on the returned {@link PacedStream}. The timer only runs while some stream has work, and
+ * is scheduled against a monotonic clock (slot n fires at origin + n × 20 ms) so it does
+ * not drift the way a chain of `setTimeout(20)` does (each fires ~1 ms late: 5 % slow).
+ */
+export class OutboundPacer {
+  readonly frameMs: number;
+  readonly burstFrames: number;
+  readonly maxCatchUpFrames: number;
+  readonly lateGapMs: number;
+  readonly partialHoldMs: number;
+  readonly now: () => number;
+  private readonly setTimer: (fn: () => void, ms: number) => unknown;
+  private readonly clearTimer: (handle: unknown) => void;
+  private readonly onSinkError: (err: unknown) => void;
+  private readonly streams = new Set<PacedStream>();
+  private timer: unknown;
+  private stopped = false;
+  private originMs = 0;
+  private slot = 0;
+  private readonly timing = { ticks: 0, lateTicks: 0, maxTickLatenessMs: 0 };
+
+  constructor(opts: OutboundPacerOptions = {}) {
+    this.frameMs = opts.frameMs ?? 20;
+    this.burstFrames = opts.initialBurstFrames ?? 3;
+    this.maxCatchUpFrames = opts.maxCatchUpFrames ?? 3;
+    this.lateGapMs = opts.lateGapMs ?? 40;
+    this.partialHoldMs = opts.partialHoldMs ?? this.frameMs;
+    this.now = opts.now ?? (() => performance.now());
+    this.setTimer =
+      opts.setTimer ??
+      ((fn, ms) => {
+        const t = setTimeout(fn, ms);
+        t.unref();
+        return t;
+      });
+    this.clearTimer = opts.clearTimer ?? ((h) => clearTimeout(h as NodeJS.Timeout));
+    this.onSinkError = opts.onSinkError ?? (() => {});
+  }
+
+  /** A new paced stream writing to `sink`; {@link PacedStream.close} it when the leg ends. */
+  register(sink: PacerSink): PacedStream {
+    const stream = new PacedStream(this, sink);
+    this.streams.add(stream);
+    return stream;
+  }
+
+  get stats(): PacerStats {
+    return { ...this.timing, streams: this.streams.size };
+  }
+
+  /** Stop the timer and forget every stream (gateway shutdown). */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) this.clearTimer(this.timer);
+    this.timer = undefined;
+    this.streams.clear();
+  }
+
+  /** @internal */
+  unregister(stream: PacedStream): void {
+    this.streams.delete(stream);
+  }
+
+  /** @internal A stream has work: start the timer if it was idle (first slot right away). */
+  wake(): void {
+    if (this.timer !== undefined || this.stopped) return;
+    this.originMs = this.now();
+    this.slot = 0;
+    this.timer = this.setTimer(() => this.tick(), 0);
+  }
+
+  /** @internal */
+  reportSinkError(err: unknown): void {
+    this.onSinkError(err);
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    const now = this.now();
+    const lateness = now - (this.originMs + this.slot * this.frameMs);
+    this.timing.ticks++;
+    if (lateness >= this.frameMs) this.timing.lateTicks++;
+    if (lateness > this.timing.maxTickLatenessMs) this.timing.maxTickLatenessMs = lateness;
+    let busy = false;
+    for (const stream of this.streams) {
+      stream.service(now);
+      if (stream.hasWork) busy = true;
+    }
+    if (!busy) return; // idle: no wake-ups until a stream queues something
+    // Next slot on the grid; slots already missed are skipped (the streams' lead model
+    // decides how many frames a late tick may catch up).
+    this.slot = Math.max(this.slot + 1, Math.floor((now - this.originMs) / this.frameMs) + 1);
+    this.timer = this.setTimer(() => this.tick(), Math.max(0, this.originMs + this.slot * this.frameMs - now));
+  }
+}
+
+/**
+ * One leg's outbound queue: audio and marks in order. Sending follows a model of the
+ * carrier's playback buffer: `playoutEndsAt` estimates when the far end finishes the
+ * audio sent so far, and a frame goes out while that lead is below the burst (3 frames).
+ * This single rule gives the initial burst, one frame per slot in steady state, bounded
+ * catch-up after a late tick (at most `maxCatchUpFrames`, and never beyond the burst: if
+ * the loop stalled longer than the lead, the far end stalled too and that debt is not
+ * repaid), and no burst ratchet after short underruns.
+ */
+export class PacedStream {
+  readonly stats: PacedStreamStats = { framesSent: 0, lateFrames: 0, maxGapMs: 0, paddedFrames: 0, marksSent: 0 };
+  private items: QueueItem[] = [];
+  private head = 0;
+  private headOffset = 0;
+  private queuedBytes = 0;
+  private playoutEndsAt = Number.NEGATIVE_INFINITY;
+  private partialSince: number | undefined;
+  private lastSendAt: number | undefined;
+  private backlogged = false;
+  private closed = false;
+
+  constructor(
+    private readonly pacer: OutboundPacer,
+    private readonly sink: PacerSink,
+  ) {}
+
+  /** Milliseconds of audio queued and not yet sent. */
+  get queuedMs(): number {
+    return this.queuedBytes / BYTES_PER_MS;
+  }
+
+  /** @internal */
+  get hasWork(): boolean {
+    return this.head < this.items.length;
+  }
+
+  /**
+   * Queue μ-law audio of any length; it is cut into 20 ms frames as it is sent. The array
+   * is kept, not copied. When the far end has room (start of an utterance), frames go out
+   * at once rather than at the next tick: that tick could be up to 20 ms away.
+   */
+  enqueueAudio(mulaw: Uint8Array): void {
+    if (this.closed || mulaw.byteLength === 0) return;
+    this.items.push({ kind: 'audio', bytes: mulaw });
+    this.queuedBytes += mulaw.byteLength;
+    this.service(this.pacer.now());
+    if (this.hasWork) this.pacer.wake();
+  }
+
+  /** Queue a mark; it is sent right after the last frame of the audio queued before it (now, if none). */
+  enqueueMark(name: string): void {
+    if (this.closed) return;
+    this.items.push({ kind: 'mark', name });
+    if (this.queuedBytes === 0) this.flushMarks();
+    else this.pacer.wake();
+  }
+
+  /**
+   * Barge-in: drop queued audio and the marks not yet sent (their names are returned; they
+   * never reached the carrier). The carrier's buffer is emptied by its own `clear`, so
+   * the next audio starts with a fresh burst.
+   */
+  clear(): string[] {
+    const dropped: string[] = [];
+    for (let i = this.head; i < this.items.length; i++) {
+      const item = this.items[i]!;
+      if (item.kind === 'mark') dropped.push(item.name);
+    }
+    this.items = [];
+    this.head = 0;
+    this.headOffset = 0;
+    this.queuedBytes = 0;
+    this.partialSince = undefined;
+    this.backlogged = false;
+    this.playoutEndsAt = Number.NEGATIVE_INFINITY;
+    return dropped;
+  }
+
+  /** Stop sending and leave the pacer. */
+  close(): void {
+    this.closed = true;
+    this.clear();
+    this.pacer.unregister(this);
+  }
+
+  /** @internal Send what is due at `now`. */
+  service(now: number): void {
+    if (this.closed) return;
+    this.flushMarks();
+    let sent = 0;
+    while (sent < this.pacer.maxCatchUpFrames && this.hasRoom(now)) {
+      const frame = this.nextFrame(now);
+      if (!frame) break;
+      if (sent === 0 && this.backlogged && this.lastSendAt !== undefined) {
+        const gap = now - this.lastSendAt;
+        if (gap > this.stats.maxGapMs) this.stats.maxGapMs = gap;
+        if (gap > this.pacer.lateGapMs) this.stats.lateFrames++;
+      }
+      try {
+        this.sink.sendFrame(frame);
+      } catch (err) {
+        this.pacer.reportSinkError(err);
+      }
+      this.playoutEndsAt = Math.max(now, this.playoutEndsAt) + this.pacer.frameMs;
+      this.lastSendAt = now;
+      this.stats.framesSent++;
+      sent++;
+      this.flushMarks();
+    }
+    // Audio was waiting for the next slot: a long gap before the next frame is our lateness.
+    this.backlogged = this.queuedBytes >= FRAME_BYTES;
+  }
+
+  /** The far end holds less than the burst; the half frame absorbs timer jitter. */
+  private hasRoom(now: number): boolean {
+    const maxLeadMs = this.pacer.burstFrames * this.pacer.frameMs - this.pacer.frameMs / 2;
+    return this.playoutEndsAt - now <= maxLeadMs;
+  }
+
+  private flushMarks(): void {
+    while (this.head < this.items.length) {
+      const item = this.items[this.head]!;
+      if (item.kind !== 'mark') break;
+      this.head++;
+      this.stats.marksSent++;
+      try {
+        this.sink.sendMark(item.name);
+      } catch (err) {
+        this.pacer.reportSinkError(err);
+      }
+    }
+    this.compact();
+  }
+
+  /**
+   * The next 20 ms frame, or null. A partial frame (less than 160 bytes before a mark or
+   * the end of the queue) is padded with silence at once when a mark follows (the
+   * utterance is over and the mark must not wait), otherwise only after `partialHoldMs`
+   * with no new audio: TTS chunks are not frame-aligned and the rest of a frame usually
+   * follows within milliseconds, and padding mid-utterance would insert a click of silence.
+   */
+  private nextFrame(now: number): Uint8Array | null {
+    if (this.queuedBytes === 0) return null;
+    const first = this.items[this.head];
+    if (!first || first.kind !== 'audio') return null;
+    if (first.bytes.byteLength - this.headOffset >= FRAME_BYTES) {
+      // Fast path: a view into the queued chunk, no copy.
+      const frame = first.bytes.subarray(this.headOffset, this.headOffset + FRAME_BYTES);
+      this.consume(FRAME_BYTES, null);
+      this.partialSince = undefined;
+      return frame;
+    }
+    let available = 0;
+    let markNext = false;
+    for (let i = this.head; i < this.items.length && available < FRAME_BYTES; i++) {
+      const item = this.items[i]!;
+      if (item.kind === 'mark') {
+        markNext = true;
+        break;
+      }
+      available += item.bytes.byteLength - (i === this.head ? this.headOffset : 0);
+    }
+    if (available < FRAME_BYTES && !markNext) {
+      if (this.partialSince === undefined) this.partialSince = now;
+      if (now - this.partialSince < this.pacer.partialHoldMs) return null;
+    }
+    this.partialSince = undefined;
+    const frame = new Uint8Array(FRAME_BYTES).fill(MULAW_SILENCE_BYTE);
+    this.consume(Math.min(available, FRAME_BYTES), frame);
+    if (available < FRAME_BYTES) this.stats.paddedFrames++;
+    return frame;
+  }
+
+  /** Remove `n` audio bytes from the head, copying them into `into` when given. */
+  private consume(n: number, into: Uint8Array | null): void {
+    let copied = 0;
+    while (copied < n) {
+      const item = this.items[this.head] as { kind: 'audio'; bytes: Uint8Array };
+      const take = Math.min(n - copied, item.bytes.byteLength - this.headOffset);
+      if (into) into.set(item.bytes.subarray(this.headOffset, this.headOffset + take), copied);
+      copied += take;
+      this.headOffset += take;
+      if (this.headOffset === item.bytes.byteLength) {
+        this.head++;
+        this.headOffset = 0;
+      }
+    }
+    this.queuedBytes -= n;
+    this.compact();
+  }
+
+  private compact(): void {
+    if (this.head === this.items.length) {
+      this.items = [];
+      this.head = 0;
+    } else if (this.head > 256 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+  }
+}

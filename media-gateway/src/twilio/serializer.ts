@@ -1,0 +1,149 @@
+/**
+ * Twilio Media Streams serializer: JSON text ↔ typed messages, both directions.
+ * Pure functions, no I/O (STYLE.md §3). The gateway uses {@link parseTwilioMessage} and the
+ * `*Message` builders; the simulated Twilio caller uses the other half.
+ * Wire format: reference/telephony-twilio.md §2.
+ */
+import type { z } from 'zod';
+import { TWILIO_INBOUND_EVENTS, TWILIO_MEDIA_FORMAT, twilioInboundSchema, twilioOutboundSchema } from './wire.js';
+import type { TwilioInbound, TwilioMediaFormat, TwilioOutbound } from './wire.js';
+
+/** Why a text frame was not turned into a message. `unknown-event` is normal (ignored); the others are the peer's bug. */
+export type RejectReason = 'invalid-json' | 'invalid-shape' | 'unknown-event';
+
+/** Called with the reason a message was dropped, for logging; `detail` never contains payload audio. */
+export type OnReject = (reason: RejectReason, detail: string) => void;
+
+function parseWith<T>(text: string, schema: z.ZodType<T>, known: ReadonlySet<string>, onReject?: OnReject): T | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    onReject?.('invalid-json', `${text.length} chars`);
+    return null;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    onReject?.('invalid-shape', 'not a JSON object');
+    return null;
+  }
+  const event = (value as { event?: unknown }).event;
+  if (typeof event !== 'string') {
+    onReject?.('invalid-shape', 'event: missing');
+    return null;
+  }
+  if (!known.has(event)) {
+    onReject?.('unknown-event', event.slice(0, 40));
+    return null;
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    onReject?.('invalid-shape', issue ? `${event}.${issue.path.map(String).join('.')}: ${issue.message}` : event);
+    return null;
+  }
+  return parsed.data;
+}
+
+// ---- gateway side ------------------------------------------------------------------
+
+/**
+ * One text frame from Twilio → a typed message, or `null` (never throws) for invalid JSON,
+ * a wrong shape or an event we do not know; `onReject` learns why. Unknown fields are kept.
+ */
+export function parseTwilioMessage(text: string, onReject?: OnReject): TwilioInbound | null {
+  return parseWith(text, twilioInboundSchema, TWILIO_INBOUND_EVENTS, onReject);
+}
+
+/** base64 μ-law bytes of a `media.payload`. Lenient like Node's decoder: junk characters are skipped. */
+export function decodeMediaPayload(payload: string): Uint8Array {
+  const buf = Buffer.from(payload, 'base64');
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+function toBase64(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+}
+
+/** True for the one format a Twilio stream may carry: μ-law, 8000 Hz, mono (§2.1). */
+export function isSupportedMediaFormat(format: TwilioMediaFormat): boolean {
+  return format.encoding === TWILIO_MEDIA_FORMAT.encoding && format.sampleRate === TWILIO_MEDIA_FORMAT.sampleRate && format.channels === TWILIO_MEDIA_FORMAT.channels;
+}
+
+/** `media` to play to the caller: raw μ-law 8 kHz mono, no file header (§2.2). */
+export function mediaMessage(streamSid: string, mulaw: Uint8Array): string {
+  return JSON.stringify({ event: 'media', streamSid, media: { payload: toBase64(mulaw) } });
+}
+
+/** `mark` placed in Twilio's playback queue; echoed back once the audio before it played. */
+export function markMessage(streamSid: string, name: string): string {
+  return JSON.stringify({ event: 'mark', streamSid, mark: { name } });
+}
+
+/** `clear`: Twilio drops its queued audio and returns the pending marks. */
+export function clearMessage(streamSid: string): string {
+  return JSON.stringify({ event: 'clear', streamSid });
+}
+
+// ---- Twilio side (the simulated caller) ----------------------------------------------
+
+const OUTBOUND_EVENTS: ReadonlySet<string> = new Set(['media', 'mark', 'clear']);
+
+/** One text frame from the gateway, as Twilio would read it: strict (extra fields are error 31951). */
+export function parseGatewayMessage(text: string, onReject?: OnReject): TwilioOutbound | null {
+  return parseWith(text, twilioOutboundSchema, OUTBOUND_EVENTS, onReject);
+}
+
+/** The first message of a stream. */
+export function connectedMessage(): string {
+  return JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' });
+}
+
+/** Fields of a `start` message. */
+export interface StartFields {
+  sequenceNumber: number;
+  streamSid: string;
+  accountSid: string;
+  callSid: string;
+  customParameters: Record<string, string>;
+  tracks?: string[];
+  mediaFormat?: TwilioMediaFormat;
+}
+
+export function startMessage(f: StartFields): string {
+  return JSON.stringify({
+    event: 'start',
+    sequenceNumber: String(f.sequenceNumber),
+    streamSid: f.streamSid,
+    start: {
+      streamSid: f.streamSid,
+      accountSid: f.accountSid,
+      callSid: f.callSid,
+      tracks: f.tracks ?? ['inbound'],
+      customParameters: f.customParameters,
+      mediaFormat: f.mediaFormat ?? TWILIO_MEDIA_FORMAT,
+    },
+  });
+}
+
+/** Caller audio: `chunk` counts per track from 1, `timestamp` is ms since the stream started (§2.3). */
+export function inboundMediaMessage(f: { sequenceNumber: number; streamSid: string; chunk: number; timestampMs: number; mulaw: Uint8Array; track?: string }): string {
+  return JSON.stringify({
+    event: 'media',
+    sequenceNumber: String(f.sequenceNumber),
+    streamSid: f.streamSid,
+    media: { track: f.track ?? 'inbound', chunk: String(f.chunk), timestamp: String(Math.round(f.timestampMs)), payload: toBase64(f.mulaw) },
+  });
+}
+
+export function dtmfMessage(f: { sequenceNumber: number; streamSid: string; digit: string }): string {
+  return JSON.stringify({ event: 'dtmf', sequenceNumber: String(f.sequenceNumber), streamSid: f.streamSid, dtmf: { track: 'inbound_track', digit: f.digit } });
+}
+
+/** Twilio's echo of a mark (played, or cut by a `clear`). */
+export function markEchoMessage(f: { sequenceNumber: number; streamSid: string; name: string }): string {
+  return JSON.stringify({ event: 'mark', sequenceNumber: String(f.sequenceNumber), streamSid: f.streamSid, mark: { name: f.name } });
+}
+
+export function stopMessage(f: { sequenceNumber: number; streamSid: string; accountSid: string; callSid: string }): string {
+  return JSON.stringify({ event: 'stop', sequenceNumber: String(f.sequenceNumber), streamSid: f.streamSid, stop: { accountSid: f.accountSid, callSid: f.callSid } });
+}

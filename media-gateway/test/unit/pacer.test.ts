@@ -1,0 +1,221 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { FRAME_BYTES, OutboundPacer } from '../../src/twilio/pacer.js';
+import type { PacerSink } from '../../src/twilio/pacer.js';
+
+type Sent = { kind: 'frame'; at: number; bytes: Uint8Array } | { kind: 'mark'; at: number; name: string };
+
+/** Fake timers drive the pacer's setTimeout; `skewMs` makes the clock jump as if the event loop had been blocked. */
+let skewMs = 0;
+const clock = (): number => Date.now() + skewMs;
+
+function recordingSink(): { sink: PacerSink; sent: Sent[] } {
+  const sent: Sent[] = [];
+  return {
+    sent,
+    sink: {
+      sendFrame: (f) => sent.push({ kind: 'frame', at: clock(), bytes: f.slice() }),
+      sendMark: (name) => sent.push({ kind: 'mark', at: clock(), name }),
+    },
+  };
+}
+
+function audio(ms: number, value = 0x10): Uint8Array {
+  return new Uint8Array(ms * 8).fill(value);
+}
+
+const frames = (sent: Sent[]): Extract<Sent, { kind: 'frame' }>[] => sent.filter((s): s is Extract<Sent, { kind: 'frame' }> => s.kind === 'frame');
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  skewMs = 0;
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('OutboundPacer', () => {
+  it('sends a 3-frame burst at once, then one 20 ms frame per slot', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    const t0 = clock();
+    stream.enqueueAudio(audio(1000));
+    // The burst leaves at once, not at the next tick.
+    expect(frames(sent)).toHaveLength(3);
+    expect(stream.queuedMs).toBe(940);
+    vi.advanceTimersByTime(20 * 10);
+    expect(frames(sent)).toHaveLength(13);
+    vi.advanceTimersByTime(2000);
+    const f = frames(sent);
+    expect(f).toHaveLength(50);
+    expect(f.every((x) => x.bytes.byteLength === FRAME_BYTES)).toBe(true);
+    // Frame k ≥ 3 leaves at t0 + (k − 2) × 20 ms: real time after the burst.
+    expect(f.slice(3).map((x) => x.at - t0)).toEqual(Array.from({ length: 47 }, (_, i) => (i + 1) * 20));
+    expect(stream.queuedMs).toBe(0);
+    expect(stream.stats).toMatchObject({ framesSent: 50, lateFrames: 0, paddedFrames: 0 });
+    pacer.stop();
+  });
+
+  it('paces every registered leg on the one timer, one frame per slot each', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const a = recordingSink();
+    const b = recordingSink();
+    pacer.register(a.sink).enqueueAudio(audio(200));
+    vi.advanceTimersByTime(40);
+    pacer.register(b.sink).enqueueAudio(audio(200));
+    vi.advanceTimersByTime(100);
+    // a: burst 3 at 0, then 20, 40, …, 140 → 10; b joined at 40: burst 3, then 60…140 → 8.
+    expect(frames(a.sent)).toHaveLength(10);
+    expect(frames(b.sent)).toHaveLength(8);
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(1000);
+    expect(vi.getTimerCount()).toBe(0); // idle: no wake-ups once every queue is empty
+    pacer.stop();
+  });
+
+  it('keeps frames and marks in the order they were queued', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    stream.enqueueAudio(audio(100, 0x11));
+    stream.enqueueMark('first');
+    stream.enqueueAudio(audio(60, 0x22));
+    stream.enqueueMark('second');
+    vi.advanceTimersByTime(1000);
+    const order = sent.map((s) => (s.kind === 'mark' ? s.name : s.bytes[0]!.toString(16)));
+    expect(order).toEqual(['11', '11', '11', '11', '11', 'first', '22', '22', '22', 'second']);
+    // The mark goes out in the same slot as the last frame before it.
+    const first = sent.findIndex((s) => s.kind === 'mark' && s.name === 'first');
+    expect(sent[first]!.at).toBe(sent[first - 1]!.at);
+    pacer.stop();
+  });
+
+  it('sends a mark at once when nothing is queued before it', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    pacer.register(sink).enqueueMark('now');
+    expect(sent).toEqual([{ kind: 'mark', at: clock(), name: 'now' }]);
+    pacer.stop();
+  });
+
+  it('pads a partial last frame with μ-law silence at once when a mark follows', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    stream.enqueueAudio(new Uint8Array(200).fill(0x33));
+    stream.enqueueMark('end');
+    vi.advanceTimersByTime(0);
+    const f = frames(sent);
+    expect(f).toHaveLength(2);
+    expect([...f[1]!.bytes.subarray(0, 40)].every((b) => b === 0x33)).toBe(true);
+    expect([...f[1]!.bytes.subarray(40)].every((b) => b === 0xff)).toBe(true);
+    expect(sent.at(-1)).toMatchObject({ kind: 'mark', name: 'end' });
+    expect(stream.stats.paddedFrames).toBe(1);
+    pacer.stop();
+  });
+
+  it('joins TTS chunks that are not frame-aligned, and pads a lone tail only after one slot without more audio', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    stream.enqueueAudio(new Uint8Array(100).fill(0x44));
+    vi.advanceTimersByTime(0);
+    expect(frames(sent)).toHaveLength(0); // held: the rest of the frame may be on its way
+    stream.enqueueAudio(new Uint8Array(100).fill(0x55));
+    vi.advanceTimersByTime(0);
+    const joined = frames(sent)[0]!.bytes;
+    expect([joined[99], joined[100], joined[159]]).toEqual([0x44, 0x55, 0x55]);
+    expect(frames(sent)).toHaveLength(1); // 40 bytes left over, held again
+    vi.advanceTimersByTime(20);
+    expect(frames(sent)).toHaveLength(2); // no more audio: padded so it does not stall
+    expect(frames(sent)[1]!.bytes[40]).toBe(0xff);
+    pacer.stop();
+  });
+
+  it('clear drops queued audio and the marks not yet sent, and returns their names', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    stream.enqueueAudio(audio(60));
+    stream.enqueueMark('a');
+    stream.enqueueAudio(audio(500));
+    stream.enqueueMark('b');
+    stream.enqueueAudio(audio(500));
+    stream.enqueueMark('c');
+    vi.advanceTimersByTime(100);
+    expect(sent.filter((s) => s.kind === 'mark').map((s) => (s as { name: string }).name)).toEqual(['a']);
+    const before = sent.length;
+    expect(stream.clear()).toEqual(['b', 'c']);
+    expect(stream.queuedMs).toBe(0);
+    vi.advanceTimersByTime(2000);
+    expect(sent.length).toBe(before);
+    // After a clear the carrier's buffer is empty: new audio starts with a fresh burst.
+    stream.enqueueAudio(audio(200));
+    vi.advanceTimersByTime(0);
+    expect(sent.length).toBe(before + 3);
+    pacer.stop();
+  });
+
+  it('catches up at most 3 frames per leg after a late tick, and counts the late frame', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    stream.enqueueAudio(audio(2000));
+    vi.advanceTimersByTime(100); // burst + 5 frames
+    expect(frames(sent)).toHaveLength(8);
+    skewMs += 200; // the event loop was blocked for 200 ms before the next tick
+    vi.advanceTimersByTime(20);
+    expect(frames(sent)).toHaveLength(11); // 3 more, not the 11 slots that were missed
+    vi.advanceTimersByTime(20);
+    expect(frames(sent)).toHaveLength(12); // and back to one per slot: the debt is not repaid
+    expect(stream.stats.lateFrames).toBe(1);
+    expect(stream.stats.maxGapMs).toBe(220);
+    expect(pacer.stats.lateTicks).toBe(1);
+    pacer.stop();
+  });
+
+  it('repays a short delay so the far end stays one burst ahead of real time', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const t0 = clock();
+    pacer.register(sink).enqueueAudio(audio(2000));
+    vi.advanceTimersByTime(100);
+    skewMs += 30; // the next tick is 30 ms late: the far end has 10 ms left to play
+    vi.advanceTimersByTime(20);
+    expect(frames(sent)).toHaveLength(11);
+    for (let i = 0; i < 10; i++) {
+      vi.advanceTimersByTime(20);
+      // Sent = elapsed slots + the 3-frame burst, give or take the half-frame tolerance.
+      const expected = Math.floor((clock() - t0) / 20) + 3;
+      expect(Math.abs(frames(sent).length - expected)).toBeLessThanOrEqual(1);
+    }
+    pacer.stop();
+  });
+
+  it('stops sending to a closed stream and forgets it', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    stream.enqueueAudio(audio(1000));
+    vi.advanceTimersByTime(40);
+    const before = sent.length;
+    stream.close();
+    stream.enqueueAudio(audio(100));
+    vi.advanceTimersByTime(200);
+    expect(sent.length).toBe(before);
+    expect(pacer.stats.streams).toBe(0);
+    pacer.stop();
+  });
+
+  it('keeps serving other legs when one sink throws', () => {
+    const errors: unknown[] = [];
+    const pacer = new OutboundPacer({ now: clock, onSinkError: (e) => errors.push(e) });
+    const good = recordingSink();
+    pacer.register({ sendFrame: () => { throw new Error('socket gone'); }, sendMark: () => {} }).enqueueAudio(audio(100));
+    pacer.register(good.sink).enqueueAudio(audio(100));
+    vi.advanceTimersByTime(200);
+    expect(frames(good.sent)).toHaveLength(5);
+    expect(errors.length).toBe(5);
+    pacer.stop();
+  });
+});
