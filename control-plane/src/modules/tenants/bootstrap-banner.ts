@@ -11,6 +11,12 @@ export function bootstrapBanner(result: BootstrapResult | null, publicUrl: strin
     `  Tenant         ${result.tenantId}`,
     `  Admin login    ${result.adminEmail}${result.generatedPassword ? ` / ${result.generatedPassword}` : ' (password from BOOTSTRAP_ADMIN_PASSWORD)'}`,
     result.apiKey ? `  API key        ${result.apiKey}` : '  API key        the value of BOOTSTRAP_API_KEY',
+    ...(result.sandbox
+      ? [
+          `  Sandbox agent  ${result.sandbox.agentName} (${result.sandbox.agentId}), active`,
+          `  Sandbox number ${result.sandbox.phoneNumber} (twilio) → ${result.sandbox.agentName}`,
+        ]
+      : []),
     '',
     `  Try: curl -H "Authorization: Bearer <API key>" ${publicUrl}/api/v1/agents`,
   ];

@@ -9,6 +9,8 @@ import { users } from '../../db/schema/users.js';
 import { ApiKeyRepository } from '../api-keys/repository.js';
 import { mintApiKey } from '../api-keys/service.js';
 import { parseKey } from '../api-keys/key-material.js';
+import { createSandboxReceptionist } from '../telephony/sandbox-receptionist.js';
+import type { SandboxReceptionist } from '../telephony/sandbox-receptionist.js';
 
 const BOOTSTRAP_LOCK_ID = 7_361_002;
 
@@ -19,12 +21,16 @@ export interface BootstrapResult {
   generatedPassword?: string;
   /** The first API key in clear: present only on the start that created it. */
   apiKey?: string;
+  /** Development only: the active sandbox agent and the sandbox number routed to it. */
+  sandbox?: SandboxReceptionist;
 }
 
 /**
  * On an empty database: the first tenant, an Admin user and a first API key holding
- * every scope and the right to manage keys. Values come from BOOTSTRAP_* variables;
- * what is not given is generated and returned so the caller can print it once.
+ * every scope and the right to manage keys; in development also the sandbox receptionist
+ * (an active agent) and the sandbox number +15005550006 assigned to it. Values come from
+ * BOOTSTRAP_* variables; what is not given is generated and returned so the caller can
+ * print it once.
  * Replicas starting together are serialised by an advisory lock; only one creates.
  */
 export async function bootstrap(database: Database, config: ControlPlaneConfig, log: Logger): Promise<BootstrapResult | null> {
@@ -41,9 +47,9 @@ export async function bootstrap(database: Database, config: ControlPlaneConfig, 
     const passwordHash = await hash(b.adminPassword ?? generatedPassword!, { algorithm: 2 /* argon2id */ });
     const keyEnv = b.apiKey ? parseKey(b.apiKey)!.environment : config.appEnv === 'production' ? 'live' : 'sandbox';
 
+    const adminId = newId('usr');
     await database.db.transaction(async (tx) => {
       await tx.insert(tenants).values({ id: tenantId, name: b.tenantName, slug: slugify(b.tenantName), plan: b.tenantPlan });
-      const adminId = newId('usr');
       await tx.insert(users).values({ id: adminId, tenantId, email: adminEmail, firstName: 'Admin', lastName: '', role: 'Admin', passwordHash });
     });
     const { key } = await mintApiKey(new ApiKeyRepository(database.db), {
@@ -56,8 +62,9 @@ export async function bootstrap(database: Database, config: ControlPlaneConfig, 
       createdBy: null,
       ...(b.apiKey ? { key: b.apiKey } : {}),
     });
-    log.info({ tenantId }, 'bootstrapped first tenant, admin user and API key');
-    return { tenantId, adminEmail, ...(generatedPassword ? { generatedPassword } : {}), ...(b.apiKey ? {} : { apiKey: key }) };
+    const sandbox = config.appEnv === 'development' ? await createSandboxReceptionist(database.db, tenantId, adminId) : undefined;
+    log.info({ tenantId, sandboxAgentId: sandbox?.agentId }, 'bootstrapped first tenant, admin user and API key');
+    return { tenantId, adminEmail, ...(generatedPassword ? { generatedPassword } : {}), ...(b.apiKey ? {} : { apiKey: key }), ...(sandbox ? { sandbox } : {}) };
   } finally {
     await client.query('select pg_advisory_unlock($1)', [BOOTSTRAP_LOCK_ID]).catch(() => undefined);
     client.release();
