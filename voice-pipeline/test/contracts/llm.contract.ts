@@ -168,6 +168,26 @@ export function llmContract(target: LlmContractTarget): void {
       expect(sim().requests.at(-1)?.completed).toBe(false);
     });
 
+    it('cancels the HTTP request on abort even while the caller is not reading', async () => {
+      sim().addReply({ match: 'long', reply: 'This is a long answer that would take quite a while to read out in full to the caller.' });
+      sim().setFaults({ interTokenDelayMs: 30 });
+      const controller = new AbortController();
+      const iterator = target.provider().stream(user('Give me the long version'), controller.signal)[Symbol.asyncIterator]();
+      expect((await iterator.next()).value).toMatchObject({ type: 'text' });
+      controller.abort();
+      await vi.waitFor(() => expect(sim().requests.at(-1)?.clientDisconnected).toBe(true), { timeout: 2_000 });
+      await expect(iterator.next()).rejects.toMatchObject({ name: 'AbortError' });
+    });
+
+    it('aborts a request that is still waiting for its first token', async () => {
+      sim().setFaults({ hang: true });
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 50);
+      const { error } = await collect(target.provider().stream(user('Hello'), controller.signal));
+      expect((error as Error).name).toBe('AbortError');
+      await vi.waitFor(() => expect(sim().requests.at(-1)?.clientDisconnected).toBe(true), { timeout: 2_000 });
+    });
+
     it('rejects at once with an AbortError when the signal is already aborted', async () => {
       const before = sim().requests.length;
       const { events, error } = await collect(target.provider().stream(user('Hello'), AbortSignal.abort()));

@@ -32,7 +32,8 @@ export interface OpenAiLlmOptions extends ProviderConnection {
 /**
  * Streams chat completions. `stream()` starts one HTTP request per call; events are
  * `text` deltas as they arrive (empty ones skipped), one `tool-call` per call once the
- * model finishes with `tool_calls`, `usage` from the final usage chunk, then `done`.
+ * model finishes with `tool_calls`, then `usage` (from the final usage chunk; absent when a
+ * compatible server sends none) and `done`.
  *
  * Cancellation is the caller's: aborting `signal` (barge-in) cancels the HTTP request at
  * once and the iterable rejects with an `AbortError`. Breaking out of the loop also
@@ -93,6 +94,7 @@ export class OpenAiLlm implements LlmProvider {
 
       const calls = new Map<number, LlmToolCall>();
       let finish: LlmFinish | null = null;
+      let usage: LlmEvent | null = null;
       armIdle();
       try {
         for await (const chunk of stream) {
@@ -111,7 +113,9 @@ export class OpenAiLlm implements LlmProvider {
               }
             }
           }
-          if (chunk.usage) out.push({ type: 'usage', inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens });
+          // OpenAI sends usage once, in a final chunk with no choices; some compatible servers repeat
+          // it on every chunk, so keep the latest and report it once, just before done.
+          if (chunk.usage) usage = { type: 'usage', inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens };
           // The watchdog times the provider, not our consumer: pause it while we are suspended in yield.
           clearTimeout(idleTimer);
           yield* out;
@@ -123,6 +127,7 @@ export class OpenAiLlm implements LlmProvider {
       // The SDK ends the iteration quietly when its request is aborted, so look at why it ended.
       if (signal.aborted || idleTimedOut) throw fail(undefined);
       if (finish === null) throw this.error('llm.connection_lost', 'OpenAI stream ended without a finish_reason', true, { requestId });
+      if (usage) yield usage;
       yield { type: 'done', finishReason: finish };
     } finally {
       clearTimeout(idleTimer);

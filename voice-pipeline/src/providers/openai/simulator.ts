@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { z } from 'zod';
-import { defaultOpenAiReply, errorBody, faultBody, planReply, validateChatBody, type OpenAiErrorBody, type ReplyRule, type SimWireMessage } from './sim-script.js';
+import { defaultOpenAiReply, errorBody, faultBody, planReply, validateChatBody, type OpenAiErrorBody, type PlannedReply, type ReplyRule, type SimWireMessage } from './sim-script.js';
 import { countPromptTokens, splitTokens } from './tokens.js';
 
 export { countPromptTokens, countTextTokens, splitTokens } from './tokens.js';
@@ -49,10 +49,23 @@ export interface OpenAiSimRequest {
   body: unknown;
   /** HTTP status answered, or null while hanging. */
   status: number | null;
-  /** The response was written to the end (`[DONE]` for a stream). */
+  /** The whole response was written (`[DONE]` for a stream; false after a mid-stream error or drop). */
   completed: boolean;
-  /** The client closed the connection before the response was finished. */
+  /** The client closed the connection before the response was complete. */
   clientDisconnected: boolean;
+}
+
+interface StreamPlan {
+  plan: PlannedReply;
+  /** Tokens (or argument fragments) to send, already cut at max tokens. */
+  sent: string[];
+  finishReason: string;
+  usage: object;
+  /** Fields every chunk repeats: id, created, model, system_fingerprint. */
+  base: object;
+  callId: string;
+  faults: OpenAiSimFaults;
+  includeUsage: boolean;
 }
 
 const FaultsPatch = z
@@ -97,6 +110,8 @@ export class OpenAiSimulator {
   private closed = false;
   private callCounter = 0;
   private writeCounter = 0;
+  /** Responses the simulator itself cut off (dropAfterTokens): not a client disconnect. */
+  private readonly dropped = new WeakSet<ServerResponse>();
 
   private constructor(
     private readonly server: Server,
@@ -177,9 +192,8 @@ export class OpenAiSimulator {
   private async chat(req: IncomingMessage, res: ServerResponse, raw: string, path: string): Promise<void> {
     const record: OpenAiSimRequest = { method: 'POST', path, headers: { ...req.headers }, body: raw, status: null, completed: false, clientDisconnected: false };
     this.requests.push(record);
-    let serverDropped = false;
     res.on('close', () => {
-      if (!res.writableFinished && !serverDropped) record.clientDisconnected = true;
+      if (!record.completed && !this.dropped.has(res)) record.clientDisconnected = true;
     });
     const answer = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
       record.status = status;
@@ -234,17 +248,25 @@ export class OpenAiSimulator {
       return answer(200, { ...base, object: 'chat.completion', choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }], usage });
     }
 
-    const includeUsage = b.stream_options?.include_usage === true;
+    record.status = 200;
+    record.completed = await this.streamReply(res, { plan, sent, finishReason, usage, base, callId, faults, includeUsage: b.stream_options?.include_usage === true });
+  }
+
+  /**
+   * Streams a planned reply as SSE chunks (llm.md §1.2), applying the request's fault
+   * snapshot. Resolves true once `[DONE]` is written, false if the stream was cut short.
+   */
+  private async streamReply(res: ServerResponse, r: StreamPlan): Promise<boolean> {
+    const { plan, sent, finishReason, usage, base, callId, faults, includeUsage } = r;
     // With include_usage every chunk carries "usage": null except the final usage chunk (llm.md §1.2).
     const chunk = (choices: unknown[], u: unknown = null) => ({ ...base, object: 'chat.completion.chunk', choices, ...(includeUsage ? { usage: u } : {}) });
     const choice = (delta: unknown, finish: string | null = null) => ({ index: 0, delta, logprobs: null, finish_reason: finish });
     const live = () => !res.destroyed && !this.closed;
 
-    record.status = 200;
     res.writeHead(200, SSE_HEADERS);
     res.flushHeaders();
     await this.sleep(faults.firstTokenDelayMs);
-    if (!live()) return;
+    if (!live()) return false;
     // The API opens with a role chunk (content "" for text; for a tool call it also carries
     // the call's id, type and name with empty arguments), then deltas (llm.md §1.2).
     const opening =
@@ -254,16 +276,16 @@ export class OpenAiSimulator {
     await this.writeEvent(res, chunk([choice(opening)]));
     for (let i = 0; i <= sent.length; i++) {
       if (i > 0) await this.sleep(faults.interTokenDelayMs);
-      if (!live()) return;
+      if (!live()) return false;
       if (faults.midStreamErrorAfterTokens === i) {
         await this.writeEvent(res, errorBody('The server had an error while processing your request. Sorry about that!', 'server_error'));
         res.end();
-        return;
+        return false;
       }
       if (faults.dropAfterTokens === i) {
-        serverDropped = true;
+        this.dropped.add(res);
         res.socket?.destroy();
-        return;
+        return false;
       }
       if (i === sent.length) break;
       const piece = sent[i] ?? '';
@@ -271,9 +293,9 @@ export class OpenAiSimulator {
     }
     await this.writeEvent(res, chunk([choice({}, finishReason)]));
     if (includeUsage) await this.writeEvent(res, chunk([], usage));
-    if (!live()) return;
+    if (!live()) return false;
     res.end('data: [DONE]\n\n');
-    record.completed = true;
+    return true;
   }
 
   /**
