@@ -90,9 +90,10 @@ const COUGH_MS = 150;
 let coughClip: Uint8Array | undefined;
 
 /**
- * A ≈150 ms burst of loud noise (fast attack, exponential decay, about -12 dBFS RMS, peaks near full scale): the
- * non-speech sound that should not pass for a barge-in. Deterministic (fixed-seed PRNG);
- * 8 kHz μ-law, a new array per call.
+ * A ≈150 ms burst of loud noise (fast attack, exponential decay, about -12 dBFS RMS, peaks
+ * near full scale): a caller's cough. An energy VAD calls a few of its frames speech; it is
+ * the turn-taking logic's job not to treat it as a barge-in. Deterministic (fixed-seed
+ * PRNG); 8 kHz μ-law, a new array per call.
  */
 export function coughMulaw(): Uint8Array {
   if (!coughClip) {

@@ -24,5 +24,6 @@ export {
   type CallerSpeechDeps,
   type CallerSpeechSource,
 } from './caller-speech.js';
+export { FIXTURE_CALLER_LINES } from './caller-lines.js';
 export { Framer, FRAME_MS, MULAW_FRAME_BYTES } from './framer.js';
 export { EnergyVad, type EnergyVadOptions, type VadDecision } from './vad.js';
