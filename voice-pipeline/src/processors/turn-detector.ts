@@ -75,7 +75,12 @@ export class TurnDetector extends Processor {
   private finals: { text: string; words: SttWord[]; confidence: number; startMs: number; endMs: number; at: number }[] = [];
   private interim = '';
   private sttSpeechFinal = false;
-  private agentAudible = false;
+  /**
+   * Agent turns whose audio has reached the carrier and not finished playing. A set, not a
+   * flag: turns queue back to back (disclosure, then first message), and the first one's
+   * `agent.spoken` arrives while the next is already playing.
+   */
+  private readonly audibleTurns = new Set<string>();
   /** Caller speech began while the agent was audible and has not (yet) earned an interrupt. */
   private overlapping = false;
 
@@ -85,8 +90,8 @@ export class TurnDetector extends Processor {
 
   process(frame: Frame, dir: Direction): void {
     if (dir === 'up') {
-      if (frame.kind === 'agent.audio-started') this.agentAudible = true;
-      if (frame.kind === 'agent.spoken') this.agentAudible = false;
+      if (frame.kind === 'agent.audio-started') this.audibleTurns.add(frame.turnId);
+      if (frame.kind === 'agent.spoken') this.audibleTurns.delete(frame.turnId);
       this.push(frame, 'up');
       return;
     }
@@ -116,7 +121,7 @@ export class TurnDetector extends Processor {
         this.maybeEndTurn(frame.at);
         return;
       case 'interrupt':
-        this.agentAudible = false;
+        this.audibleTurns.clear();
         this.push(frame);
         return;
       default:
@@ -133,7 +138,7 @@ export class TurnDetector extends Processor {
       if (this.state !== 'speaking' && this.voicedRunMs >= ONSET_MS) {
         if (this.state === 'idle') {
           this.speechOnsetAt = at + FRAME_MS - this.voicedRunMs;
-          this.overlapping = this.agentAudible;
+          this.overlapping = this.audibleTurns.size > 0;
         }
         this.state = 'speaking';
         this.push({ kind: 'user.started-speaking', at });
@@ -151,13 +156,13 @@ export class TurnDetector extends Processor {
   }
 
   private maybeBargeIn(at: number): void {
-    if (!this.agentAudible || !this.opts.interruptionEnabled || this.state !== 'speaking') return;
+    if (this.audibleTurns.size === 0 || !this.opts.interruptionEnabled || this.state !== 'speaking') return;
     const rule = BARGE_IN_RULES[this.opts.sensitivity];
     if (this.voicedRunMs < rule.minVoicedMs) return;
     const heard = [...this.finals.map((f) => f.text), this.interim].join(' ');
     const words = meaningfulWords(heard).length;
     if (words >= rule.needsWords || this.voicedRunMs >= rule.forceMs) {
-      this.agentAudible = false;
+      this.audibleTurns.clear();
       this.overlapping = false;
       this.push({ kind: 'interrupt', cause: 'barge-in', at, speechOnsetAt: this.speechOnsetAt });
     }

@@ -1,0 +1,216 @@
+import { describe, expect, it, vi } from 'vitest';
+import type { TurnDetectorOptions } from '../../src/processors/turn-detector.js';
+import { meaningfulWords, TurnDetector } from '../../src/processors/turn-detector.js';
+import { frames, Harness, levelVad } from './harness.js';
+
+/** Time here is the frames' `at` (the session clock): the detector itself keeps no timers. */
+function setup(over: Partial<TurnDetectorOptions> = {}) {
+  const finalizeStt = vi.fn();
+  const detector = new TurnDetector({ silenceDurationMs: 500, utteranceEndMs: 1000, interruptionEnabled: true, sensitivity: 'medium', finalizeStt, vad: levelVad(), ...over });
+  const h = new Harness(detector);
+  /** Feeds 20 ms frames covering [from, from + ms); returns the next frame's time. */
+  const feed = (from: number, ms: number, voiced: boolean): number => {
+    for (let t = from; t < from + ms; t += 20) h.down(frames.audio(t, voiced));
+    return from + ms;
+  };
+  return { h, feed, finalizeStt };
+}
+
+describe('TurnDetector: endpointing', () => {
+  it('confirms speech onset after 60 ms of voiced audio, not after a 40 ms click', () => {
+    const { h, feed } = setup();
+    feed(0, 40, true);
+    feed(40, 100, false);
+    expect(h.downOf('user.started-speaking')).toEqual([]);
+    feed(140, 40, true);
+    expect(h.downOf('user.started-speaking')).toEqual([]);
+    feed(180, 20, true);
+    expect(h.downOf('user.started-speaking')).toEqual([{ kind: 'user.started-speaking', at: 180 }]);
+    // Audio keeps flowing down for the STT and the recorder.
+    expect(h.downOf('audio.in')).toHaveLength(10);
+  });
+
+  it('ends the turn after silenceDurationMs of silence once a final transcript arrived', () => {
+    const { h, feed } = setup();
+    feed(0, 600, true);
+    feed(600, 40, false);
+    expect(h.downOf('user.stopped-speaking')).toEqual([{ kind: 'user.stopped-speaking', at: 620 }]);
+    const words = [
+      { word: 'I', startMs: 40, endMs: 100, confidence: 0.9 },
+      { word: 'need', startMs: 100, endMs: 300, confidence: 0.8 },
+      { word: 'an', startMs: 300, endMs: 380, confidence: 1 },
+      { word: 'appointment', startMs: 380, endMs: 580, confidence: 0.95 },
+    ];
+    h.down(frames.final('I need an appointment.', 650, { words, confidence: 0.9 }));
+    feed(640, 460, false); // last frame at 1080: 480 ms quiet
+    expect(h.downOf('user.turn')).toEqual([]);
+    feed(1100, 20, false);
+    const turns = h.downOf('user.turn');
+    expect(turns).toHaveLength(1);
+    expect(turns[0]).toEqual({
+      kind: 'user.turn',
+      at: 1100,
+      turn: { text: 'I need an appointment.', source: 'speech', words, confidence: 0.9, startAt: 40, endAt: 580, speechEndAt: 600, sttFinalAt: 650 },
+    });
+    // One turn only, however long the silence lasts.
+    feed(1120, 2000, false);
+    expect(h.downOf('user.turn')).toHaveLength(1);
+  });
+
+  it('ends the turn sooner when the STT endpointer marks speechFinal', () => {
+    const { h, feed } = setup();
+    feed(0, 600, true);
+    feed(600, 40, false);
+    h.down(frames.final('What are your opening hours?', 660, { speechFinal: true }));
+    expect(h.downOf('user.turn').map((f) => [f.at, f.turn.text])).toEqual([[660, 'What are your opening hours?']]);
+  });
+
+  it('waits for the local silence before a speechFinal that arrives while the caller still speaks', () => {
+    const { h, feed } = setup();
+    feed(0, 400, true);
+    h.down(frames.final('Hello there.', 400, { speechFinal: true }));
+    feed(400, 200, true);
+    expect(h.downOf('user.turn')).toEqual([]);
+    feed(600, 60, false);
+    expect(h.downOf('user.turn').map((f) => [f.at, f.turn.text])).toEqual([[640, 'Hello there.']]);
+  });
+
+  it('asks the STT to finalise when only interim text is in, and waits for the final', () => {
+    const { h, feed, finalizeStt } = setup();
+    feed(0, 300, true);
+    h.down(frames.interim('book a table for', 300));
+    feed(300, 300, true);
+    feed(600, 500, false); // last frame at 1080: 480 ms quiet
+    expect(finalizeStt).not.toHaveBeenCalled();
+    feed(1100, 20, false);
+    expect(finalizeStt).toHaveBeenCalledTimes(1);
+    feed(1120, 300, false);
+    expect(finalizeStt).toHaveBeenCalledTimes(1);
+    expect(h.downOf('user.turn')).toEqual([]);
+    h.down(frames.final('Book a table for two.', 1420));
+    expect(h.downOf('user.turn').map((f) => [f.at, f.turn.text])).toEqual([[1420, 'Book a table for two.']]);
+  });
+
+  it('produces no turn for noise without any transcript', () => {
+    const { h, feed, finalizeStt } = setup();
+    feed(0, 300, true);
+    feed(300, 3000, false);
+    expect(h.downOf('user.started-speaking')).toHaveLength(1);
+    expect(h.downOf('user.stopped-speaking')).toHaveLength(1);
+    expect(h.downOf('user.turn')).toEqual([]);
+    expect(finalizeStt).not.toHaveBeenCalled();
+    // The next utterance starts clean.
+    feed(3300, 400, true);
+    feed(3700, 40, false);
+    h.down(frames.final('Hello?', 3760, { speechFinal: true }));
+    expect(h.downOf('user.turn').map((f) => f.turn.text)).toEqual(['Hello?']);
+  });
+});
+
+describe('TurnDetector: barge-in', () => {
+  it('interrupts at medium on 200 ms of speech with words over the audible agent', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    expect(h.upOf('agent.audio-started')).toHaveLength(1);
+    feed(1000, 100, true);
+    h.down(frames.interim('wait stop', 1100));
+    expect(h.downOf('interrupt')).toEqual([]);
+    feed(1100, 200, true);
+    expect(h.downOf('interrupt')).toEqual([{ kind: 'interrupt', cause: 'barge-in', at: 1180, speechOnsetAt: 1000 }]);
+    // What the caller says after barging in is an ordinary turn.
+    feed(1300, 40, false);
+    h.down(frames.final('Wait, stop.', 1360, { speechFinal: true }));
+    expect(h.downOf('interrupt')).toHaveLength(1);
+    expect(h.downOf('user.turn').map((f) => f.turn.text)).toEqual(['Wait, stop.']);
+  });
+
+  it('does not interrupt for a 140 ms cough', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 140, true);
+    feed(1140, 2000, false);
+    expect(h.downOf('user.started-speaking')).toHaveLength(1);
+    expect(h.downOf('interrupt')).toEqual([]);
+    expect(h.downOf('user.turn')).toEqual([]);
+  });
+
+  it('neither interrupts nor starts a turn for a backchannel over the agent', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 200, true);
+    h.down(frames.interim('mm-hmm', 1200));
+    feed(1200, 100, true);
+    feed(1300, 40, false);
+    h.down(frames.final('Mm-hmm.', 1350, { speechFinal: true }));
+    feed(1340, 2000, false);
+    expect(h.downOf('interrupt')).toEqual([]);
+    expect(h.downOf('user.turn')).toEqual([]);
+  });
+
+  it('interrupts at high on 120 ms of voice without any words', () => {
+    const { h, feed } = setup({ sensitivity: 'high' });
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 100, true);
+    expect(h.downOf('interrupt')).toEqual([]);
+    feed(1100, 100, true);
+    expect(h.downOf('interrupt')).toEqual([{ kind: 'interrupt', cause: 'barge-in', at: 1100, speechOnsetAt: 1000 }]);
+  });
+
+  it('interrupts at medium on 900 ms of voice even before any word is transcribed', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 880, true);
+    expect(h.downOf('interrupt')).toEqual([]);
+    feed(1880, 20, true);
+    expect(h.downOf('interrupt').map((f) => f.at)).toEqual([1880]);
+  });
+
+  it('never interrupts when interruption is disabled', () => {
+    const { h, feed } = setup({ interruptionEnabled: false, sensitivity: 'high' });
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 300, true);
+    h.down(frames.interim('wait stop please', 1300));
+    feed(1300, 1500, true);
+    h.down(frames.final('Wait, stop please.', 2800));
+    expect(h.downOf('interrupt')).toEqual([]);
+  });
+
+  it('treats speech after the agent finished (agent.spoken) as a normal turn', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 100), frames.spoken('turn_a', 'Shall I book it?', { at: 900 }));
+    expect(h.upOf('agent.spoken')).toHaveLength(1);
+    feed(1000, 300, true);
+    h.down(frames.interim('yeah', 1200));
+    feed(1300, 40, false);
+    h.down(frames.final('Yeah.', 1350, { speechFinal: true }));
+    expect(h.downOf('interrupt')).toEqual([]);
+    expect(h.downOf('user.turn').map((f) => f.turn.text)).toEqual(['Yeah.']);
+  });
+
+  it('stays interruptible while a queued second agent turn plays after the first finished', () => {
+    const { h, feed } = setup();
+    // Disclosure then first message: the second turn's audio is handed to the carrier
+    // before the first one's end mark comes back.
+    h.up(frames.audioStarted('turn_disclosure', 0), frames.audioStarted('turn_first', 2000), frames.spoken('turn_disclosure', 'This call is recorded.', { at: 2100 }));
+    feed(3000, 100, true);
+    h.down(frames.interim('sorry who is this', 3100));
+    feed(3100, 200, true);
+    expect(h.downOf('interrupt').map((f) => f.cause)).toEqual(['barge-in']);
+  });
+
+  it('is not audible any more after an interrupt from above', () => {
+    const { h, feed } = setup({ sensitivity: 'high' });
+    h.up(frames.audioStarted('turn_a', 0));
+    h.down(frames.interrupt(500, 'ending'));
+    expect(h.downOf('interrupt').map((f) => f.cause)).toEqual(['ending']);
+    feed(1000, 300, true);
+    expect(h.downOf('interrupt')).toHaveLength(1);
+  });
+});
+
+describe('meaningfulWords', () => {
+  it('drops backchannels and punctuation', () => {
+    expect(meaningfulWords('Mm-hmm. Yeah, okay!')).toEqual([]);
+    expect(meaningfulWords("Wait, don't go")).toEqual(['wait', 'dont', 'go']);
+  });
+});
