@@ -94,7 +94,7 @@ const invalid = (param: string, message: string, code: string | null = null): Op
  * returning OpenAI's 400 body (with `param` naming the field) or null when it is valid.
  */
 export function validateChatBody(body: unknown): OpenAiErrorBody | null {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return invalid('', 'Invalid request body: expected a JSON object.');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return errorBody('Invalid request body: expected a JSON object.', 'invalid_request_error');
   const b = body as Record<string, unknown>;
   if (typeof b.model !== 'string' || b.model === '') return invalid('model', 'you must provide a model parameter');
   if (b.messages === undefined) return invalid('messages', "Missing required parameter: 'messages'.", 'missing_required_parameter');
