@@ -1,0 +1,327 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { WebSocket } from 'ws';
+import { computeTwilioSignature, InProcessBus } from '@vap/shared';
+import { loadGatewayConfig } from '../../src/config.js';
+import { startMediaGateway } from '../../src/gateway.js';
+import { StreamRefusedError, TwilioCallerSimulator } from '../../src/simulators/twilio-caller.js';
+import { attachTwilioMediaStreams, TWILIO_MEDIA_STREAM_PATH } from '../../src/twilio/media-stream-server.js';
+import type { TwilioMediaStreams } from '../../src/twilio/media-stream-server.js';
+import { OutboundPacer } from '../../src/twilio/pacer.js';
+import { mediaStreamClosed } from '../../src/twilio/twilio-leg.js';
+import type { TwilioLeg } from '../../src/twilio/twilio-leg.js';
+
+const logger = pino({ level: 'silent' });
+const TOKEN = 'test_auth_token_0000000000000000';
+
+/** Loud, clearly non-silent μ-law (alternating near full-scale codes). */
+function tone(ms: number): Uint8Array {
+  const out = new Uint8Array(ms * 8);
+  for (let i = 0; i < out.length; i++) out[i] = i % 2 ? 0x0f : 0x8f;
+  return out;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+function gaps(times: number[]): number[] {
+  return times.slice(1).map((t, i) => t - times[i]!);
+}
+
+interface Harness {
+  base: string;
+  streamUrl: string;
+  streams: TwilioMediaStreams;
+  pacer: OutboundPacer;
+  /** The next leg handed to onCall. */
+  nextLeg(): Promise<TwilioLeg>;
+  close(): Promise<void>;
+}
+
+/** A plain HTTP server with the media-stream endpoint; legs are queued for the test to drive. */
+async function harness(opts: { authToken?: string; publicUrl?: string; handshakeTimeoutMs?: number } = {}): Promise<Harness> {
+  const server = createServer((_req, res) => res.writeHead(404).end());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const pacer = new OutboundPacer();
+  const legs: TwilioLeg[] = [];
+  const waiting: ((leg: TwilioLeg) => void)[] = [];
+  const streams = attachTwilioMediaStreams(server, {
+    publicUrl: opts.publicUrl ?? base,
+    authToken: opts.authToken,
+    logger,
+    pacer,
+    handshakeTimeoutMs: opts.handshakeTimeoutMs,
+    onCall: (leg) => {
+      const w = waiting.shift();
+      if (w) w(leg);
+      else legs.push(leg);
+    },
+  });
+  return {
+    base,
+    streamUrl: `${base}${TWILIO_MEDIA_STREAM_PATH}?agentId=agt_1&tenantId=ten_1`,
+    streams,
+    pacer,
+    nextLeg: () => {
+      const leg = legs.shift();
+      return leg ? Promise.resolve(leg) : new Promise((resolve) => waiting.push(resolve));
+    },
+    close: async () => {
+      await streams.close();
+      pacer.stop();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A raw WebSocket client, for what the simulator refuses to do (bad messages, wrong formats). */
+async function rawClient(url: string, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; closed: Promise<number> }> {
+  const ws = new WebSocket(url, { headers });
+  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return { ws, closed };
+}
+
+function startText(streamSid: string, mediaFormat = { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 }): string {
+  return JSON.stringify({ event: 'start', sequenceNumber: '1', streamSid, start: { streamSid, accountSid: 'AC1', callSid: 'CAraw', tracks: ['inbound'], customParameters: { via: 'raw' }, mediaFormat } });
+}
+
+let h: Harness;
+let sims: TwilioCallerSimulator[] = [];
+
+async function dial(opts: Parameters<typeof TwilioCallerSimulator.connect>[1] = {}): Promise<{ sim: TwilioCallerSimulator; leg: TwilioLeg }> {
+  const sim = await TwilioCallerSimulator.connect(h.streamUrl, { customParameters: { agentId: 'agt_1', tenantId: 'ten_1' }, ...opts });
+  sims.push(sim);
+  return { sim, leg: await h.nextLeg() };
+}
+
+describe('Twilio media stream server', () => {
+  beforeEach(async () => {
+    h = await harness({ authToken: TOKEN });
+  });
+  afterEach(async () => {
+    for (const s of sims) s.drop();
+    sims = [];
+    await h.close();
+  });
+
+  it('upgrades on the media-stream path only, ignoring the query string', async () => {
+    await expect(TwilioCallerSimulator.connect(`${h.base}/api/v1/webhooks/twilio/other`)).rejects.toEqual(new StreamRefusedError(404));
+    const raw = await rawClient(`${h.base}${TWILIO_MEDIA_STREAM_PATH}?agentId=agt_1`);
+    raw.ws.close(1000);
+    expect(await raw.closed).toBe(1000);
+  });
+
+  it('refuses an upgrade whose X-Twilio-Signature is wrong with 403', async () => {
+    const before = mediaStreamClosed.get('bad-signature');
+    await expect(TwilioCallerSimulator.connect(h.streamUrl, { authToken: 'not-the-token' })).rejects.toEqual(new StreamRefusedError(403));
+    expect(mediaStreamClosed.get('bad-signature')).toBe(before + 1);
+  });
+
+  it('accepts a correctly signed upgrade and hands start parameters to onCall', async () => {
+    const { sim, leg } = await dial({ authToken: TOKEN, callSid: 'CA0123456789abcdef0123456789abcdef' });
+    expect(leg.provider).toBe('twilio');
+    expect(leg.callSid).toBe('CA0123456789abcdef0123456789abcdef');
+    expect(leg.streamSid).toBe(sim.streamSid);
+    expect(leg.streamSid).toMatch(/^MZ[0-9a-f]{32}$/);
+    expect(leg.parameters).toEqual({ agentId: 'agt_1', tenantId: 'ten_1' });
+    expect(h.streams.activeLegs).toBe(1);
+  });
+
+  it('checks the signature over the configured public URL, not the address the socket reached', async () => {
+    const proxied = await harness({ authToken: TOKEN, publicUrl: 'wss://gw.example.com' });
+    try {
+      const url = `${proxied.base}${TWILIO_MEDIA_STREAM_PATH}`;
+      // Signed over the local address: what a proxy-unaware validator would accept.
+      await expect(TwilioCallerSimulator.connect(url, { authToken: TOKEN })).rejects.toEqual(new StreamRefusedError(403));
+      const raw = await rawClient(url, { 'X-Twilio-Signature': computeTwilioSignature(TOKEN, `wss://gw.example.com${TWILIO_MEDIA_STREAM_PATH}`) });
+      raw.ws.close(1000);
+      expect(await raw.closed).toBe(1000);
+    } finally {
+      await proxied.close();
+    }
+  });
+
+  it('delivers caller audio to onAudio at the 20 ms cadence, speech included', async () => {
+    const { sim, leg } = await dial();
+    const arrivals: number[] = [];
+    const bytes: number[] = [];
+    leg.onAudio((mulaw) => {
+      arrivals.push(performance.now());
+      bytes.push(...mulaw);
+    });
+    const speech = tone(200);
+    const spoken = await sim.say(speech);
+    await vi.waitFor(() => expect(arrivals.length).toBeGreaterThan(25), { timeout: 2000, interval: 20 });
+    expect(bytes.length).toBe(arrivals.length * 160);
+    expect(median(gaps(arrivals))).toBeGreaterThanOrEqual(15);
+    expect(median(gaps(arrivals))).toBeLessThanOrEqual(25);
+    expect(spoken.endedAt - spoken.startedAt).toBeGreaterThanOrEqual(200 - 20 - 5);
+    // The speech arrives whole and in order, between silence.
+    const start = bytes.indexOf(0x8f);
+    expect(bytes.slice(start, start + speech.length)).toEqual([...speech]);
+  });
+
+  it('paces 1 s of agent audio to the caller as 50 frames at real time after a 3-frame burst', async () => {
+    const { sim, leg } = await dial();
+    const t0 = performance.now();
+    leg.sendAudio(tone(1000));
+    await vi.waitFor(() => expect(sim.receivedMedia.length).toBe(50), { timeout: 3000, interval: 20 });
+    const at = sim.receivedMedia.map((m) => m.at);
+    expect(sim.receivedMedia.every((m) => m.bytes === 160)).toBe(true);
+    expect(median(gaps(at.slice(3)))).toBeGreaterThanOrEqual(17);
+    expect(median(gaps(at.slice(3)))).toBeLessThanOrEqual(23);
+    // Never ahead of real time beyond the burst: frame k ≥ 3 leaves no earlier than
+    // (k − 2) × 20 ms, less the pacer's half-frame jitter tolerance.
+    for (let k = 3; k < 50; k++) expect(at[k]! - t0).toBeGreaterThanOrEqual((k - 2) * 20 - 10);
+    expect(at[2]! - at[0]!).toBeLessThan(10);
+    expect(leg.pacingStats.framesSent).toBe(50);
+    expect(leg.queuedMs).toBe(0);
+  });
+
+  it('reports a mark once the caller has played the audio before it', async () => {
+    const { sim, leg } = await dial();
+    const played: { name: string; at: number }[] = [];
+    leg.onMarkPlayed((name) => played.push({ name, at: performance.now() }));
+    const t0 = performance.now();
+    leg.sendAudio(tone(300));
+    leg.sendMark('utt-1');
+    await vi.waitFor(() => expect(played.map((p) => p.name)).toEqual(['utt-1']), { timeout: 2000, interval: 10 });
+    expect(played[0]!.at - t0).toBeGreaterThanOrEqual(300 - 5);
+    expect(sim.marksEchoed).toMatchObject([{ name: 'utt-1', cut: false }]);
+    expect(sim.heardAgentAudioMs).toBeCloseTo(300, 0);
+  });
+
+  it('clear empties the caller queue and never reports the marks it cut', async () => {
+    const { sim, leg } = await dial();
+    const played: string[] = [];
+    leg.onMarkPlayed((name) => played.push(name));
+    leg.sendAudio(tone(60)); // the burst: all at Twilio at once
+    leg.sendMark('sent-then-cut'); // so this mark is at Twilio too, behind 60 ms of audio
+    leg.sendAudio(tone(1000));
+    leg.sendMark('never-sent');
+    const cleared = new Promise<number>((resolve) => sim.once('clear', resolve));
+    leg.clear();
+    await cleared;
+    expect(sim.playbackQueuedMs).toBe(0);
+    expect(leg.queuedMs).toBe(0);
+    expect(sim.marksEchoed).toMatchObject([{ name: 'sent-then-cut', cut: true }]);
+    // A mark after the clear comes straight back; by then the cut echo has been read too.
+    leg.sendMark('after-clear');
+    await vi.waitFor(() => expect(played).toEqual(['after-clear']), { timeout: 2000, interval: 10 });
+    const received = sim.receivedMedia.length;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(sim.receivedMedia.length).toBe(received);
+    expect(sim.clears).toHaveLength(1);
+  });
+
+  it('passes key presses to onDtmf', async () => {
+    const { sim, leg } = await dial();
+    const digits: string[] = [];
+    leg.onDtmf((d) => digits.push(d));
+    sim.pressDigit('4');
+    sim.pressDigit('#');
+    await vi.waitFor(() => expect(digits).toEqual(['4', '#']), { timeout: 2000, interval: 10 });
+  });
+
+  it("ends with 'hangup' when Twilio sends stop", async () => {
+    const { sim, leg } = await dial();
+    const before = mediaStreamClosed.get('hangup');
+    const ended = new Promise((resolve) => leg.onEnd(resolve));
+    await sim.hangup();
+    expect(await ended).toBe('hangup');
+    expect(mediaStreamClosed.get('hangup')).toBe(before + 1);
+    await vi.waitFor(() => expect(h.streams.activeLegs).toBe(0));
+  });
+
+  it("ends with 'socket-lost' when the connection drops without stop", async () => {
+    const { sim, leg } = await dial();
+    const ended = new Promise((resolve) => leg.onEnd(resolve));
+    sim.drop();
+    expect(await ended).toBe('socket-lost');
+  });
+
+  it("hangup() closes the caller's socket with 1000 and ends with 'local', once", async () => {
+    const { sim, leg } = await dial();
+    const reasons: string[] = [];
+    leg.onEnd((r) => reasons.push(r));
+    await leg.hangup();
+    expect(await sim.closed).toBe(1000);
+    await leg.hangup();
+    expect(reasons).toEqual(['local']);
+    // Registering after the end still learns how it ended.
+    expect(await new Promise((resolve) => leg.onEnd(resolve))).toBe('local');
+  });
+
+  it('ignores bad messages and media of another stream, and keeps the call up', async () => {
+    const raw = await rawClient(h.streamUrl);
+    raw.ws.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
+    raw.ws.send(startText('MZraw'));
+    const leg = await h.nextLeg();
+    const audio: Uint8Array[] = [];
+    leg.onAudio((a) => audio.push(a));
+    raw.ws.send('not json');
+    raw.ws.send(JSON.stringify({ event: 'media', streamSid: 'MZother', media: { track: 'inbound', payload: 'AAAA' } }));
+    raw.ws.send(JSON.stringify({ event: 'media', streamSid: 'MZraw', media: {} }));
+    raw.ws.send(JSON.stringify({ event: 'something-new', streamSid: 'MZraw' }));
+    raw.ws.send(Buffer.from([1, 2, 3]));
+    raw.ws.send(JSON.stringify({ event: 'media', streamSid: 'MZraw', media: { track: 'inbound', chunk: '1', timestamp: '0', payload: Buffer.from([7, 8]).toString('base64') } }));
+    await vi.waitFor(() => expect(audio.map((a) => [...a])).toEqual([[7, 8]]), { timeout: 2000, interval: 10 });
+    expect(leg.ended).toBe(false);
+    expect(leg.parameters).toEqual({ via: 'raw' });
+    raw.ws.close();
+  });
+
+  it('closes a stream whose format is not μ-law 8 kHz mono', async () => {
+    const raw = await rawClient(h.streamUrl);
+    raw.ws.send(startText('MZpcm', { encoding: 'audio/x-l16', sampleRate: 16000, channels: 1 }));
+    expect(await raw.closed).toBe(1003);
+  });
+
+  it('closes a socket that sends no start in time', async () => {
+    const quick = await harness({ handshakeTimeoutMs: 150 });
+    try {
+      const raw = await rawClient(`${quick.base}${TWILIO_MEDIA_STREAM_PATH}`);
+      raw.ws.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
+      expect(await raw.closed).toBe(1008);
+    } finally {
+      await quick.close();
+    }
+  });
+});
+
+describe('media gateway with Twilio streams', () => {
+  it('counts active calls in /healthz and hands legs to deps.onCall', async () => {
+    const bus = new InProcessBus();
+    const legs: TwilioLeg[] = [];
+    const gw = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0' }), { bus, logger, onCall: (leg) => legs.push(leg as TwilioLeg) });
+    const sim = await TwilioCallerSimulator.connect(`${gw.url.replace('http', 'ws')}${TWILIO_MEDIA_STREAM_PATH}`, { customParameters: { agentId: 'agt_9' } });
+    try {
+      await vi.waitFor(() => expect(legs).toHaveLength(1));
+      expect(await (await fetch(`${gw.url}/healthz`)).json()).toMatchObject({ activeCalls: 1 });
+      expect(legs[0]!.parameters).toEqual({ agentId: 'agt_9' });
+    } finally {
+      await gw.close();
+    }
+    // Shutdown hangs up the calls (1001: going away).
+    expect(await sim.closed).toBe(1001);
+  });
+
+  it('hangs up calls when no call handler is wired', async () => {
+    const gw = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0' }), { bus: new InProcessBus(), logger });
+    try {
+      const sim = await TwilioCallerSimulator.connect(`${gw.url.replace('http', 'ws')}${TWILIO_MEDIA_STREAM_PATH}`);
+      expect(await sim.closed).toBe(1000);
+    } finally {
+      await gw.close();
+    }
+  });
+});
