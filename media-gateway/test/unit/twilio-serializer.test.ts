@@ -14,7 +14,7 @@ import {
   startMessage,
   stopMessage,
 } from '../../src/twilio/serializer.js';
-import type { RejectReason } from '../../src/twilio/serializer.js';
+import type { OnReject, RejectReason } from '../../src/twilio/serializer.js';
 
 const SID = 'MZ5d1a8f0c2b3e4d5f6a7b8c9d0e1f2a3b';
 
@@ -33,7 +33,7 @@ const START = `{
   }
 }`;
 
-function rejected(text: string, parse = parseTwilioMessage): { msg: unknown; reasons: RejectReason[] } {
+function rejected(text: string, parse: (text: string, onReject?: OnReject) => unknown = parseTwilioMessage): { msg: unknown; reasons: RejectReason[] } {
   const reasons: RejectReason[] = [];
   const msg = parse(text, (r) => reasons.push(r));
   return { msg, reasons };
