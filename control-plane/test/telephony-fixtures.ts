@@ -1,6 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { expect } from 'vitest';
+import pg from 'pg';
+import { expect, inject } from 'vitest';
 import { computeTwilioSignature, newId } from '@vap/shared';
 import type { Database } from '../src/db/database.js';
 import { PhoneNumberRepository } from '../src/modules/telephony/phone-number-repository.js';
@@ -81,4 +82,32 @@ export function postTwilio(
     },
     payload: new URLSearchParams(params).toString(),
   });
+}
+
+/** Empty databases on the test server, for first-start tests; `dropAll` in afterAll. */
+export function freshDatabases(prefix: string): { create(): Promise<string>; dropAll(): Promise<void> } {
+  const created: string[] = [];
+  const admin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
+    const c = new pg.Client({ connectionString: inject('databaseUrl') });
+    await c.connect();
+    try {
+      return await fn(c);
+    } finally {
+      await c.end();
+    }
+  };
+  return {
+    create: async () => {
+      const name = `${prefix}_${Date.now()}_${randomBytes(3).toString('hex')}`;
+      await admin((c) => c.query(`create database ${name}`));
+      created.push(name);
+      const u = new URL(inject('databaseUrl'));
+      u.pathname = `/${name}`;
+      return u.toString();
+    },
+    dropAll: () =>
+      admin(async (c) => {
+        for (const name of created) await c.query(`drop database if exists ${name} with (force)`);
+      }),
+  };
 }

@@ -1,6 +1,6 @@
 import { desc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
-import { conversationMessages, conversations } from '../db/schema/conversations.js';
+import { conversations } from '../db/schema/conversations.js';
 
 /** A conversation as the debug inspector shows it: capitalised enum values (spec "Telephony debug"). */
 export interface InspectedConversation {
@@ -63,7 +63,9 @@ export class CallInspector {
         callerPhone: conversations.callerPhone,
         outcome: conversations.outcome,
         costTotalUsd: conversations.costTotalUsd,
-        messageCount: sql<number>`(select count(*)::int from ${conversationMessages} where ${conversationMessages.conversationId} = ${conversations.id})`,
+        // Qualified by hand: drizzle renders a column in `sql` unqualified, and an unqualified
+        // "id" inside the subquery would be the message's id.
+        messageCount: sql<number>`(select count(*)::int from conversation_messages m where m.conversation_id = "conversations"."id")`,
       })
       .from(conversations)
       .where(eq(conversations.externalId, callSid))

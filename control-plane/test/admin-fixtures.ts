@@ -1,0 +1,24 @@
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { pino } from 'pino';
+import { buildAdminApp } from '../src/admin/admin-server.js';
+import type { Database } from '../src/db/database.js';
+import { testConfig } from './helpers.js';
+
+export const ADMIN_TOKEN = 'admin-test-token-0123456789abcdef';
+
+/** The admin app on `database`, built as startControlPlane builds it (not listening). */
+export async function createAdminApp(database: Database, env: Record<string, string> = {}): Promise<FastifyInstance> {
+  const app = await buildAdminApp(testConfig({ ADMIN_TOKEN, ...env }), { database, logger: pino({ level: 'silent' }), token: ADMIN_TOKEN });
+  await app.ready();
+  return app;
+}
+
+/** `inject` with the admin token (or `token`, or none with null) and an optional JSON body. */
+export function adminCall(app: FastifyInstance, method: 'GET' | 'POST', url: string, body?: unknown, token: string | null = ADMIN_TOKEN): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method,
+    url,
+    headers: { ...(token !== null ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+  });
+}
