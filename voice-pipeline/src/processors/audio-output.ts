@@ -138,7 +138,12 @@ export class AudioOutput extends Processor {
   }
 
   private report(p: Playback, interrupted: boolean, at = this.clock()): void {
-    const heardText = interrupted ? heardPrefix(p, p.playedMs) : p.text;
+    // No audio ever reached the carrier (the TTS failed first): its end mark comes back at
+    // once, but the caller heard nothing.
+    const played = p.startedAt !== null;
+    const heardText = !played ? '' : interrupted ? heardPrefix(p, p.playedMs) : p.text;
+    // Timings of exactly the heard words, so a record's text and words agree.
+    const words = played ? spokenWords(p).slice(0, heardText.split(/\s+/).filter(Boolean).length) : [];
     this.push(
       {
         kind: 'agent.spoken',
@@ -148,7 +153,7 @@ export class AudioOutput extends Processor {
         interrupted,
         playedMs: Math.round(p.playedMs),
         startedAt: p.startedAt ?? at,
-        words: spokenWords(p, interrupted ? p.playedMs : Infinity),
+        words,
         purpose: p.purpose,
         at,
       },
@@ -178,7 +183,8 @@ function cutAtWord(prefix: string, full: string): string {
   return lastSpace >= 0 ? prefix.slice(0, lastSpace).trim() : '';
 }
 
-function spokenWords(p: Playback, untilMs: number): SpokenWord[] {
+/** Every word of the turn with its playing time; the caller keeps the heard prefix. */
+function spokenWords(p: Playback): SpokenWord[] {
   const origin = p.startedAt ?? 0;
   const words: SpokenWord[] = [];
   if (p.chars.length === 0) {
@@ -188,7 +194,6 @@ function spokenWords(p: Playback, untilMs: number): SpokenWord[] {
     let t = 0;
     for (const w of parts) {
       const d = (p.sentMs * (w.length + 1)) / total;
-      if (t >= untilMs) break;
       words.push({ word: w, startAt: origin + t, endAt: origin + t + d });
       t += d;
     }
@@ -201,7 +206,6 @@ function spokenWords(p: Playback, untilMs: number): SpokenWord[] {
     const t = p.charStartMs[i] ?? p.sentMs;
     if (c === undefined || /\s/.test(c)) {
       if (current) {
-        if (start >= untilMs) break;
         words.push({ word: current, startAt: origin + start, endAt: origin + Math.min(t, p.sentMs) });
         current = '';
       }
