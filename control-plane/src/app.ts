@@ -24,9 +24,6 @@ import { Authenticator } from './modules/auth/authenticator.js';
 import { ConversationRepository } from './modules/conversations/repository.js';
 import { conversationRoutes } from './modules/conversations/routes.js';
 import { ConversationService } from './modules/conversations/service.js';
-import { ConversationRepository } from './modules/conversations/repository.js';
-import { conversationRoutes } from './modules/conversations/routes.js';
-import { ConversationService } from './modules/conversations/service.js';
 import { registerIdempotency } from './modules/idempotency/idempotency-hooks.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
@@ -110,7 +107,6 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
 
   const agents = new AgentService({ repo: new AgentRepository(deps.database.db), bus: deps.bus, secrets: deps.secrets });
   const conversations = new ConversationService({ repo: new ConversationRepository(deps.database.db) });
-  const conversations = new ConversationService({ repo: new ConversationRepository(deps.database.db) });
   const apiKeys = new ApiKeyService({ repo: new ApiKeyRepository(deps.database.db), defaultEnvironment: config.appEnv === 'production' ? 'live' : 'sandbox' });
 
   await app.register(twilioWebhookRoutes, { db: deps.database.db, authToken: deps.twilioAuthToken ?? config.twilio.authToken, publicUrl: config.publicUrl, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
@@ -119,7 +115,6 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       api.get('/openapi.json', { config: { scope: null }, schema: { hide: true } }, async () => app.swagger());
       await api.register(agentRoutes, { service: agents });
       await api.register(apiKeyRoutes, { service: apiKeys });
-      await api.register(conversationRoutes, { service: conversations });
       await api.register(conversationRoutes, { service: conversations });
     },
     { prefix: '/api/v1' },
