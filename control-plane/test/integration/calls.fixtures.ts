@@ -157,3 +157,21 @@ export async function waitForRow(pool: pg.Pool, conversationId: string, check: (
     { timeout: 5000, interval: 20 },
   );
 }
+
+/**
+ * A call through the real handlers: prepared over the bus, then (unless `ended: false`)
+ * ended with `record` applied directly, so the caller need not wait for delivery.
+ */
+export async function seedCall(
+  bus: Bus,
+  handling: CallHandling,
+  tenantId: string,
+  agentId: string,
+  opts: { ended?: boolean; messages?: SessionMessage[]; record?: Partial<Payload<'sessionEnded'>>; request?: Partial<RequestPayload<'callPrepare'>> } = {},
+): Promise<{ conversationId: string; record: Payload<'sessionEnded'> | null }> {
+  const { conversationId } = await prepareCall(bus, prepareRequest(tenantId, agentId, opts.request));
+  if (opts.ended === false) return { conversationId, record: null };
+  const record = endedRecord(tenantId, agentId, conversationId, opts.messages ?? [message(0), message(1)], opts.record);
+  await handling.calls.end(record);
+  return { conversationId, record };
+}

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CallHandling } from '../../src/modules/conversations/call-handlers.js';
+import { call, createTenant, createTestApp } from '../helpers.js';
+import type { TestApp, TestTenant } from '../helpers.js';
+import { activeAgent, message, seedCall, startCalls } from './calls.fixtures.js';
+
+let t: TestApp;
+let tenant: TestTenant;
+let other: TestTenant;
+let agent: { id: string };
+let calls: CallHandling;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  tenant = await createTenant(t.database);
+  other = await createTenant(t.database);
+  agent = await activeAgent(t.app, tenant.key);
+  calls = startCalls(t.database.db, t.bus);
+});
+afterAll(async () => {
+  await calls.close();
+  await t.close();
+});
+
+describe('GET /api/v1/conversations/{conversationId}/messages', () => {
+  it('lists the messages in conversation order, with interrupted agent messages marked', async () => {
+    const m = [message(0, { content: 'Hi, this is Ava.' }), message(1, { content: 'Hello' }), message(2, { content: 'How can I', interrupted: true, durationMs: 700 }), message(3, { content: 'Wait' })];
+    // The record lists them out of order; the API orders by seq.
+    const { conversationId } = await seedCall(t.bus, calls, tenant.tenantId, agent.id, { messages: [m[2]!, m[0]!, m[3]!, m[1]!] });
+    const res = await call(t.app, tenant.key, 'GET', `/api/v1/conversations/${conversationId}/messages`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({
+      conversationId,
+      messages: m.map((x) => ({ id: x.id, role: x.role, content: x.content, timestamp: x.timestamp, durationMs: x.durationMs, interrupted: x.interrupted })),
+    });
+  });
+
+  it('lists the messages stored so far while the call is in progress', async () => {
+    const { conversationId } = await seedCall(t.bus, calls, tenant.tenantId, agent.id, { ended: false });
+    const first = message(0);
+    await calls.calls.recordMessage({ tenantId: tenant.tenantId, conversationId, message: first, turn: null });
+    const res = await call(t.app, tenant.key, 'GET', `/api/v1/conversations/${conversationId}/messages`);
+    expect(res.json().messages.map((x: { id: string }) => x.id)).toEqual([first.id]);
+  });
+
+  it('answers 404 for another tenant’s conversation', async () => {
+    const { conversationId } = await seedCall(t.bus, calls, tenant.tenantId, agent.id);
+    const res = await call(t.app, other.key, 'GET', `/api/v1/conversations/${conversationId}/messages`);
+    expect(res.statusCode).toBe(404);
+    expect(res.json().type).toMatch(/\/errors\/conversation-not-found$/);
+  });
+});
