@@ -37,7 +37,9 @@ export function renderTemplate(template: string, agent: AgentConfig, ctx: Prompt
     dateTime: fmt({ dateStyle: 'long', timeStyle: 'short' }),
     dayOfWeek: fmt({ weekday: 'long' }),
   };
-  return template.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}/g, (_, name: string) => ctx.metadata[name] ?? builtins[name] ?? '');
+  // Own properties only: `{{toString}}` must not find Object.prototype's members.
+  const lookup = (o: Record<string, string>, name: string) => (Object.hasOwn(o, name) ? o[name] : undefined);
+  return template.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}/g, (_, name: string) => lookup(ctx.metadata, name) ?? lookup(builtins, name) ?? '');
 }
 
 /** The system message: persona, the rendered template, and how to talk on a phone line. */

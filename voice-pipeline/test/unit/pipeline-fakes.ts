@@ -36,8 +36,8 @@ export class Channel<T> implements AsyncIterable<T> {
 
   constructor(signal?: AbortSignal, honourAbort = true) {
     if (signal && honourAbort) {
-      if (signal.aborted) this.fail(abortError());
-      else signal.addEventListener('abort', () => this.fail(abortError()), { once: true });
+      if (signal.aborted) this.fail(abortError(), true);
+      else signal.addEventListener('abort', () => this.fail(abortError(), true), { once: true });
     }
   }
 
@@ -58,10 +58,11 @@ export class Channel<T> implements AsyncIterable<T> {
     for (const w of this.waiters.splice(0)) w.resolve({ value: undefined, done: true });
   }
 
-  fail(error: unknown): void {
+  /** Ends with an error, after the queued items unless `dropQueued` (an abort drops them). */
+  fail(error: unknown, dropQueued = false): void {
     if (this.closed) return;
     this.error = error;
-    this.items.length = 0;
+    if (dropQueued) this.items.length = 0;
     for (const w of this.waiters.splice(0)) w.reject(error);
   }
 
