@@ -129,8 +129,9 @@ export function contractOptions(callKey: string, overrides: Partial<SttStreamOpt
   };
 }
 
-const LINE_A = 'I would like to book a table for two.';
-const LINE_B = 'Seven works for me.';
+// Lines with committed speech fixtures, so the contract hears speech even without espeak-ng.
+const LINE_A = 'Hi, I would like to book a table for two tonight.';
+const LINE_B = "Seven o'clock works for me.";
 
 /** Registers the STT contract tests for one adapter. */
 export function sttContract(name: string, factory: () => Promise<SttContractContext>): void {

@@ -59,7 +59,7 @@ describe('Deepgram simulator', () => {
 
   it('is driven over HTTP: health, script, faults and reset', async () => {
     expect(await (await fetch(`${sim.url}/__sim/health`)).json()).toMatchObject({ ok: true });
-    expect((await post('/__sim/script', { callKey: 'CA9', utterances: ['Over HTTP.'] })).status).toBe(204);
+    expect((await post('/__sim/script', { callKey: 'CA9', utterances: ['Can you repeat that please?'] })).status).toBe(204);
     const faults = await post('/__sim/faults', { firstResultDelayMs: 5, rejectUpgradeStatus: { status: 503, count: 1 } });
     expect(await faults.json()).toMatchObject({ firstResultDelayMs: 5, rejectUpgradeStatus: { status: 503, count: 1 } });
     expect((await post('/__sim/faults', { bogus: 1 })).status).toBe(400);
@@ -68,11 +68,11 @@ describe('Deepgram simulator', () => {
     const r = await connect(`${sim.wsUrl}?${query}&extra=call_sid:CA9`, { headers: auth() });
     if (!('ws' in r)) throw new Error(`refused with ${r.status}`);
     const { messages, closed } = collect(r.ws);
-    r.ws.send(concatBytes([await callerSpeechMulaw('Over HTTP.'), silenceMulaw(500)]));
+    r.ws.send(concatBytes([await callerSpeechMulaw('Can you repeat that please?'), silenceMulaw(500)]));
     r.ws.send(JSON.stringify({ type: 'CloseStream' }));
     expect((await closed).code).toBe(1000);
     const finals = messages.filter((m) => m.type === 'Results' && m.is_final && m.channel.alternatives[0]!.transcript !== '');
-    expect(finals.map((m) => m.type === 'Results' && m.channel.alternatives[0]!.transcript)).toEqual(['Over HTTP.']);
+    expect(finals.map((m) => m.type === 'Results' && m.channel.alternatives[0]!.transcript)).toEqual(['Can you repeat that please?']);
     const conns = (await (await fetch(`${sim.url}/__sim/connections`)).json()) as { callKey: string; query: Record<string, string[]> }[];
     expect(conns[conns.length - 1]).toMatchObject({ callKey: 'CA9', query: { extra: ['call_sid:CA9'] } });
     expect((await post('/__sim/reset', {})).status).toBe(204);

@@ -8,12 +8,12 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { STATUS_CODES, createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { RawData, WebSocket } from 'ws';
-import { z } from 'zod';
+import { handleControlRequest } from './sim-control-api.js';
 import { DEFAULT_TUNING, SimTranscriber } from './sim-transcriber.js';
 import type { SimTranscriberTuning } from './sim-transcriber.js';
 import { deepgramControlMessageSchema, parseExtra, parseListenQuery } from './wire.js';
@@ -35,19 +35,6 @@ export interface DeepgramSimulatorFaults {
 }
 
 const NO_FAULTS: DeepgramSimulatorFaults = { firstResultDelayMs: 0, rejectUpgradeStatus: null, upgradeDelayMs: 0, dropAfterMs: null, closeAfterMs: null, closeCode: 1011 };
-
-const faultsSchema = z
-  .object({
-    firstResultDelayMs: z.number().min(0),
-    rejectUpgradeStatus: z.object({ status: z.number().int().min(400).max(599), count: z.number().int().min(0) }).nullable(),
-    upgradeDelayMs: z.number().min(0),
-    dropAfterMs: z.number().min(0).nullable(),
-    closeAfterMs: z.number().min(0).nullable(),
-    closeCode: z.number().int().min(1000).max(4999),
-  })
-  .partial()
-  .strict();
-const scriptSchema = z.object({ callKey: z.string().min(1), utterances: z.array(z.string()) }).strict();
 
 /** What one upgrade attempt looked like and what happened on it, for contract tests. */
 export interface SimConnection {
@@ -109,7 +96,7 @@ export class DeepgramSimulator {
   static async start(opts: DeepgramSimulatorOptions = {}): Promise<DeepgramSimulator> {
     const server = createServer();
     const sim = new DeepgramSimulator(server, opts);
-    server.on('request', (req, res) => void sim.onRequest(req, res));
+    server.on('request', (req, res) => void handleControlRequest(sim, req, res));
     server.on('upgrade', (req, socket, head) => sim.onUpgrade(req, socket, head));
     server.on('connection', (s: Socket) => {
       sim.sockets.add(s);
@@ -155,6 +142,11 @@ export class DeepgramSimulator {
     this.faults = { ...NO_FAULTS };
   }
 
+  /** Connections currently open. */
+  get openConnections(): number {
+    return this.wss.clients.size;
+  }
+
   /** Current faults (a copy). */
   getFaults(): DeepgramSimulatorFaults {
     return { ...this.faults };
@@ -190,39 +182,6 @@ export class DeepgramSimulator {
     if (!t) return;
     clearTimeout(t);
     this.timers.delete(t);
-  }
-
-  // ---------- control API ----------
-
-  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://sim').pathname;
-    const json = (status: number, body?: unknown): void => {
-      res.writeHead(status, body === undefined ? {} : { 'content-type': 'application/json' });
-      res.end(body === undefined ? undefined : JSON.stringify(body));
-    };
-    try {
-      if (req.method === 'GET' && path === '/__sim/health') return json(200, { ok: true, connections: this.connections.length, open: this.wss.clients.size });
-      if (req.method === 'GET' && path === '/__sim/connections') return json(200, this.connections.map(describeConnection));
-      if (req.method === 'POST' && path === '/__sim/reset') {
-        this.reset();
-        return json(204);
-      }
-      if (req.method === 'POST' && path === '/__sim/script') {
-        const parsed = scriptSchema.safeParse(await readJson(req));
-        if (!parsed.success) return json(400, { error: parsed.error.issues[0]?.message ?? 'invalid script' });
-        this.setScript(parsed.data.callKey, parsed.data.utterances);
-        return json(204);
-      }
-      if (req.method === 'POST' && path === '/__sim/faults') {
-        const parsed = faultsSchema.safeParse(await readJson(req));
-        if (!parsed.success) return json(400, { error: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
-        this.setFaults(parsed.data as Partial<DeepgramSimulatorFaults>);
-        return json(200, this.getFaults());
-      }
-      return json(404, { err_code: 'NOT_FOUND', err_msg: `No route for ${req.method} ${path}` });
-    } catch {
-      return json(400, { error: 'body must be JSON' });
-    }
   }
 
   // ---------- live endpoint ----------
@@ -412,22 +371,4 @@ function toBytes(data: RawData): Uint8Array {
   if (Array.isArray(data)) return Buffer.concat(data);
   if (data instanceof ArrayBuffer) return new Uint8Array(data);
   return data;
-}
-
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > 1_000_000) throw new Error('body too large');
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  return text === '' ? {} : (JSON.parse(text) as unknown);
-}
-
-function describeConnection(c: SimConnection): Record<string, unknown> {
-  const query: Record<string, string[]> = {};
-  for (const [k, v] of c.query) (query[k] ??= []).push(v);
-  return { ...c, query };
 }

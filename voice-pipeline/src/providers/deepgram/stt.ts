@@ -121,6 +121,8 @@ class DeepgramSttStream implements SttStream {
         resolve: () => (clear(), resolve()),
         reject: (e) => (clear(), reject(e)),
       };
+      // The SDK's connect() awaited before we got here: the signal may already be aborted.
+      if (signal.aborted) return this.onAbort();
       signal.addEventListener('abort', this.onAbort, { once: true });
       this.socket.on('open', () => this.onOpen());
       this.socket.on('message', (m: unknown) => this.onMessage(m));
@@ -131,7 +133,8 @@ class DeepgramSttStream implements SttStream {
   }
 
   send(audio: Uint8Array): void {
-    if (this.state === 'connecting') this.pending.push({ kind: 'audio', audio });
+    // A copy: the caller may reuse its buffer before the socket opens.
+    if (this.state === 'connecting') this.pending.push({ kind: 'audio', audio: audio.slice() });
     else if (this.state === 'open') this.write(() => this.socket.sendMedia(audio));
     // Closing or closed: audio after close() has nowhere to go; dropping it is the contract.
   }
