@@ -14,14 +14,20 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, 'platform');
   const bus = await createBus(config.natsUrl, { name: 'platform', onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
   const cp = await startControlPlane(config, { bus, logger: logger.child({ service: 'control-plane' }) });
-  const gw = await startMediaGateway(gatewayConfig, { bus, logger: logger.child({ service: 'media-gateway' }) });
+  // The same Twilio token on both sides: the gateway checks stream upgrades with what the webhook checked
+  // (TWILIO_AUTH_TOKEN, or in sandbox mode the generated token in DATA_DIR/twilio-sandbox-token).
+  const gw = await startMediaGateway({ ...gatewayConfig, twilioAuthToken: cp.twilio.token }, { bus, logger: logger.child({ service: 'media-gateway' }) });
 
   const lines = [
     '',
     'Voice Agent Platform is running',
     `  API            ${config.publicUrl}/api/v1`,
     `  API docs       ${config.publicUrl}/docs/api   (OpenAPI: ${config.publicUrl}/api/v1/openapi.json)`,
-    `  Media gateway  ${gw.url}`,
+    `  Media gateway  ${gw.url}   (public: ${config.mediaGatewayPublicUrl})`,
+    `  Twilio         voice webhook ${config.publicUrl}/webhooks/twilio/voice; ${cp.twilio.sandbox ? `sandbox mode, signatures use the token in ${cp.twilio.file}` : 'signatures checked with TWILIO_AUTH_TOKEN'}`,
+    cp.admin
+      ? `  Admin API      ${cp.admin.url}/api/v1/telephony/debug   (Bearer token: ${cp.admin.tokenSource === 'ADMIN_TOKEN' ? 'ADMIN_TOKEN' : `in ${cp.admin.tokenSource}`})`
+      : '  Admin API      not started: set ADMIN_TOKEN to enable it in production',
     `  Database       ${cp.databaseMode === 'embedded' ? `embedded Postgres in ${config.dataDir}/postgres` : 'DATABASE_URL'}`,
     `  Bus            ${bus.kind === 'nats' ? 'NATS (NATS_URL)' : 'in-process'}`,
     '  Providers      simulated (sandbox): no provider keys are configured yet',

@@ -6,3 +6,5 @@ export { startControlPlane } from './control-plane.js';
 export type { ControlPlane } from './control-plane.js';
 export { createLogger } from './logger.js';
 export { bootstrapBanner } from './modules/tenants/bootstrap-banner.js';
+export { loadTwilioAuthToken, TWILIO_SANDBOX_TOKEN_FILE } from './modules/telephony/twilio-credentials.js';
+export type { TwilioAuth } from './modules/telephony/twilio-credentials.js';
