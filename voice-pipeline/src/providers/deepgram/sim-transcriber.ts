@@ -30,6 +30,7 @@ export interface SimTranscriberTuning {
   msPerWord: number;
 }
 
+/** Tuning the simulator uses unless `DeepgramSimulator.start({ tuning })` overrides it. */
 export const DEFAULT_TUNING: SimTranscriberTuning = {
   // 200, not 120: the caller cough clip (audio/caller-speech.ts, 150 ms plus its decay)
   // keeps the energy VAD on for 160 ms, while the shortest espeak word measured ~220 ms.
@@ -58,6 +59,11 @@ interface Segment {
 /** Output of the recogniser: messages in the order Deepgram would send them. */
 export type EmitMessage = (message: DeepgramServerMessage) => void;
 
+/**
+ * One connection's recogniser. Feed it audio, `Finalize` and `CloseStream`; it calls
+ * `emit` synchronously with Results / SpeechStarted / UtteranceEnd in wire order. Pure
+ * computation (no timers, no I/O), so it is unit-tested directly.
+ */
 export class SimTranscriber {
   private readonly vad: EnergyVad;
   private readonly frameSamples: number;
