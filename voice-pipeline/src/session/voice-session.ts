@@ -79,6 +79,7 @@ export class VoiceSession {
   private ending: { status: SessionStatus; reason: string; error: { code: string; message: string } | null } | null = null;
   private hangupAfterTurn: string | null = null;
   private finished = false;
+  private hangingUp = false;
   private resolveEnded!: (o: SessionOutcome) => void;
   /** Resolves once, when the call is over and the record complete. */
   readonly ended: Promise<SessionOutcome>;
@@ -174,6 +175,9 @@ export class VoiceSession {
   dtmf(digit: string): void {
     this.timers.callerActive();
     this.pipeline.send({ kind: 'dtmf', digit, at: this.clock() });
+    // With DTMF off the key makes no turn (like a cough): the caller's silence counts afresh
+    // instead of the idle clock staying stopped for the rest of the call.
+    if (!this.opts.agent.dtmfEnabled && this.pendingAgentTurns.size === 0 && !this.ending) this.timers.callerTurn();
   }
 
   /** The carrier leg ended (caller hung up, socket lost, or our own hang-up completed). */
@@ -316,6 +320,10 @@ export class VoiceSession {
   }
 
   private async hangup(): Promise<void> {
+    // Once per call: the goodbye's safety timer, an end-call phrase and stop() may all ask,
+    // also after the call already ended.
+    if (this.hangingUp || this.finished) return;
+    this.hangingUp = true;
     await this.opts.transport.hangup().catch(() => undefined);
     await this.finish();
   }

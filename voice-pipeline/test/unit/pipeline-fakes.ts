@@ -285,8 +285,9 @@ export type TransportEvent = { type: 'audio'; bytes: number } | { type: 'mark'; 
 
 /**
  * Records what the output sends to the carrier. Marks come back when the test calls
- * `echo`/`echoAll`, or by themselves with `autoEcho` (on a microtask). Like Twilio,
- * `clear()` returns every pending mark at once (reference/telephony-twilio.md §2.2).
+ * `echo`/`echoAll`, or by themselves: `autoEcho` plays instantly (echo on a microtask),
+ * `realtime` plays 8 bytes per ms of (possibly fake) timer time. Like Twilio, `clear()`
+ * returns every pending mark at once (reference/telephony-twilio.md §2.2).
  */
 export class FakeTransport implements AudioTransport {
   readonly log: TransportEvent[] = [];
@@ -296,8 +297,11 @@ export class FakeTransport implements AudioTransport {
   clears = 0;
   hangups = 0;
   private readonly listeners: ((name: string) => void)[] = [];
+  /** `realtime`: when the audio queued so far finishes playing (Date.now() ms). */
+  private playEndAt = 0;
+  private readonly echoTimers = new Set<NodeJS.Timeout>();
 
-  constructor(private readonly opts: { autoEcho?: boolean } = {}) {}
+  constructor(private readonly opts: { autoEcho?: boolean; realtime?: boolean } = {}) {}
 
   get audioBytes(): number {
     return this.audio.reduce((n, a) => n + a.length, 0);
@@ -306,6 +310,7 @@ export class FakeTransport implements AudioTransport {
   sendAudio(mulaw: Uint8Array): void {
     this.audio.push(mulaw);
     this.log.push({ type: 'audio', bytes: mulaw.length });
+    if (this.opts.realtime) this.playEndAt = Math.max(Date.now(), this.playEndAt) + mulaw.length / 8;
   }
 
   sendMark(name: string): void {
@@ -313,11 +318,21 @@ export class FakeTransport implements AudioTransport {
     this.pending.push(name);
     this.log.push({ type: 'mark', name });
     if (this.opts.autoEcho) queueMicrotask(() => this.echo(name));
+    if (this.opts.realtime) {
+      const timer = setTimeout(() => {
+        this.echoTimers.delete(timer);
+        this.echo(name);
+      }, Math.max(0, this.playEndAt - Date.now()));
+      this.echoTimers.add(timer);
+    }
   }
 
   clear(): void {
     this.clears += 1;
     this.log.push({ type: 'clear' });
+    for (const t of this.echoTimers) clearTimeout(t);
+    this.echoTimers.clear();
+    this.playEndAt = 0;
     for (const name of this.pending.splice(0)) this.played(name);
   }
 
