@@ -281,7 +281,7 @@ export class FakeStt implements SttProvider {
 
 // ---------- carrier leg ----------
 
-export type TransportEvent = { type: 'audio'; bytes: number } | { type: 'mark'; name: string } | { type: 'clear' };
+export type TransportEvent = { type: 'audio'; bytes: number } | { type: 'mark'; name: string } | { type: 'clear' } | { type: 'hangup' };
 
 /**
  * Records what the output sends to the carrier. Marks come back when the test calls
@@ -353,6 +353,7 @@ export class FakeTransport implements AudioTransport {
 
   async hangup(): Promise<void> {
     this.hangups += 1;
+    this.log.push({ type: 'hangup' });
   }
 
   private played(name: string): void {

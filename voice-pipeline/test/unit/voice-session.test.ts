@@ -142,6 +142,8 @@ describe('VoiceSession', () => {
     expect(errors).toEqual([[failure, false]]);
     expect(said().at(-1)).toBe(APOLOGY);
     expect(messages.map(([m]) => m.content)).toEqual(['Hello?', APOLOGY]);
+    // Hung up only after the apology played to its end mark.
+    expect(transport.log.slice(-2)).toEqual([{ type: 'mark', name: expect.stringMatching(/:end$/) }, { type: 'hangup' }]);
     expect(transport.hangups).toBe(1);
     const outcome = await session.ended;
     expect(outcome).toMatchObject({ status: 'failed', endReason: 'error', error: { code: 'llm.http_401', message: 'invalid api key' } });
@@ -203,6 +205,7 @@ describe('VoiceSession', () => {
     expect(said()).toEqual(['We have reached the time limit for this call. Thank you for calling, goodbye.']);
     const outcome = await session.ended;
     expect(outcome).toMatchObject({ status: 'completed', endReason: 'max_duration', durationMs: 30_000 });
+    expect(transport.log.slice(-2)).toEqual([{ type: 'mark', name: expect.stringMatching(/:end$/) }, { type: 'hangup' }]);
     // The goodbye's safety timer must not hang up a second time.
     await vi.advanceTimersByTimeAsync(20_000);
     expect(transport.hangups).toBe(1);
