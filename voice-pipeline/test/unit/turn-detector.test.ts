@@ -65,6 +65,15 @@ describe('TurnDetector: endpointing', () => {
     expect(h.downOf('user.turn').map((f) => [f.at, f.turn.text])).toEqual([[660, 'What are your opening hours?']]);
   });
 
+  it('ends the turn on the STT utterance-end while the line is quiet', () => {
+    const { h, feed } = setup();
+    feed(0, 600, true);
+    h.down(frames.final('Can I come at ten?', 590));
+    feed(600, 100, false);
+    h.down(frames.utteranceEnd(700));
+    expect(h.downOf('user.turn').map((f) => [f.at, f.turn.text])).toEqual([[700, 'Can I come at ten?']]);
+  });
+
   it('waits for the local silence before a speechFinal that arrives while the caller still speaks', () => {
     const { h, feed } = setup();
     feed(0, 400, true);
