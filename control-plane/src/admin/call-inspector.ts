@@ -38,6 +38,7 @@ export function pascalCase(value: string): string {
     .join('');
 }
 
+/** A stored channel as this endpoint names it (see the table in docs/api.md). */
 export function inspectorChannel(channel: string): string {
   return CHANNELS[channel] ?? pascalCase(channel);
 }

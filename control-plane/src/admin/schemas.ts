@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { isId } from '@vap/shared';
 import type { InboundProvider } from '../modules/telephony/inbound-answer.js';
 
-/** The spec's provider names, accepted in any case (`twilio`, `TWILIO`…). */
+/** The spec's provider names, as the debug endpoints return them; accepted in any case (`twilio`, `TWILIO`…). */
 export const PROVIDER_NAMES = { twilio: 'Twilio', vonage: 'Vonage', telnyx: 'Telnyx' } as const satisfies Record<InboundProvider, string>;
 export type ProviderName = (typeof PROVIDER_NAMES)[InboundProvider];
 
@@ -16,6 +16,7 @@ const providerSchema = z
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 const party = z.string().trim().min(1, 'must not be empty').max(256, 'must be at most 256 characters');
 
+/** Body of `simulate-inbound` (spec "Telephony debug"); `provider` comes out lower-case. */
 export const simulateInboundBody = z.strictObject({
   provider: providerSchema,
   agentId: z.string().refine((v) => isId('agt', v), 'must be an agent id (agt_…)'),
@@ -29,12 +30,14 @@ export const simulateInboundBody = z.strictObject({
 
 export type SimulateInboundInput = z.output<typeof simulateInboundBody>;
 
+/** Response of `simulate-inbound`. */
 export const simulateInboundResponse = z.object({
   provider: z.enum(['Twilio', 'Vonage', 'Telnyx']),
   mediaStreamUrl: z.string(),
   responseBody: z.string().describe('TwiML (Twilio), TeXML (Telnyx) or the NCCO as a JSON string (Vonage)'),
 });
 
+/** Path parameters of the call inspector. */
 export const callSidParams = z.strictObject({ callSid: z.string().min(1).max(200) });
 
 const inspectedConversation = z.object({
@@ -52,7 +55,9 @@ const inspectedConversation = z.object({
   messageCount: z.number().int(),
 });
 
+/** Inspector match; `outboundCall` stays null until outbound calls are stored (#9). */
 export const inspectedCallSchema = z.object({ callSid: z.string(), conversation: inspectedConversation.nullable(), outboundCall: z.null() });
+/** Inspector no-match body, the spec's shape (not a problem document). */
 export const callNotFoundSchema = z.object({ callSid: z.string(), message: z.string() });
 
 /** `SIMULATED-<uuid>`, the spec's default call id of a simulated call. */

@@ -6,6 +6,7 @@ import { apologyAnswer } from './inbound-answer.js';
 import { InboundCallRouter } from './inbound-call-router.js';
 import { PhoneNumberRepository } from './phone-number-repository.js';
 
+/** What the Twilio webhook plugin needs; it builds its own repository and router from them. */
 export interface TwilioWebhookOptions {
   db: Db;
   /** The Auth Token signatures are checked with; undefined refuses every request (fail closed). */
