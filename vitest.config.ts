@@ -11,6 +11,8 @@ export default defineConfig({
       { test: { ...common, name: 'media-gateway', root: './media-gateway' } },
       { test: { ...common, name: 'loadtest', root: './loadtest' } },
       { test: { ...common, name: 'voice-pipeline', root: './voice-pipeline' } },
+      // Whole-platform calls: control plane + gateway + simulators, over both buses.
+      { test: { ...common, name: 'e2e', root: './', include: ['test/e2e/**/*.test.ts'], globalSetup: ['./control-plane/test/global-setup.ts'], testTimeout: 120_000 } },
     ],
   },
 });

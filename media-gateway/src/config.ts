@@ -1,5 +1,8 @@
 import { z } from 'zod';
 
+const optionalText = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
+const optionalUrl = z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined));
+
 /** Every environment variable the media gateway reads (listed in `.env.example` too). */
 export const gatewayConfigSchema = z.object({
   GATEWAY_HOST: z.string().default('127.0.0.1'),
@@ -12,6 +15,16 @@ export const gatewayConfigSchema = z.object({
   MEDIA_GATEWAY_PUBLIC_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:3001'),
   // Unset: stream upgrades are accepted without a signature check (sandbox).
   TWILIO_AUTH_TOKEN: z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined)),
+  // Provider keys. A provider without a key runs on its built-in simulator (sandbox).
+  DEEPGRAM_API_KEY: optionalText,
+  DEEPGRAM_BASE_URL: optionalUrl,
+  OPENAI_API_KEY: optionalText,
+  OPENAI_BASE_URL: optionalUrl,
+  ELEVENLABS_API_KEY: optionalText,
+  ELEVENLABS_BASE_URL: optionalUrl,
+  // How often the gateway tells control planes which calls it carries; a gateway silent for
+  // three intervals has its calls marked failed.
+  GATEWAY_HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
 });
 
 export interface GatewayConfig {
@@ -23,6 +36,13 @@ export interface GatewayConfig {
   publicUrl: string;
   /** Twilio Auth Token for stream-upgrade signatures; undefined in the sandbox. */
   twilioAuthToken: string | undefined;
+  /** Keys and base URLs of real providers; a provider without a key uses its simulator. */
+  providers: {
+    deepgram: { apiKey?: string; baseUrl?: string };
+    openai: { apiKey?: string; baseUrl?: string };
+    elevenlabs: { apiKey?: string; baseUrl?: string };
+  };
+  heartbeatIntervalMs: number;
 }
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
@@ -36,5 +56,11 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     logLevel: e.LOG_LEVEL,
     publicUrl: e.MEDIA_GATEWAY_PUBLIC_URL.replace(/\/$/, ''),
     twilioAuthToken: e.TWILIO_AUTH_TOKEN,
+    providers: {
+      deepgram: { apiKey: e.DEEPGRAM_API_KEY, baseUrl: e.DEEPGRAM_BASE_URL },
+      openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
+      elevenlabs: { apiKey: e.ELEVENLABS_API_KEY, baseUrl: e.ELEVENLABS_BASE_URL },
+    },
+    heartbeatIntervalMs: e.GATEWAY_HEARTBEAT_INTERVAL_MS,
   });
 }

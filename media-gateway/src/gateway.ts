@@ -1,9 +1,12 @@
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { SUBJECTS } from '@vap/shared';
+import { SUBJECTS, newId } from '@vap/shared';
 import type { Bus, BusSubscription } from '@vap/shared';
+import { startProviders } from '@vap/voice-pipeline';
+import type { ProviderRuntime } from '@vap/voice-pipeline';
 import type { CallLeg } from './call-leg.js';
+import { CallSessions } from './call-sessions.js';
 import type { GatewayConfig } from './config.js';
 import { attachTwilioMediaStreams } from './twilio/media-stream-server.js';
 import { OutboundPacer } from './twilio/pacer.js';
@@ -14,6 +17,12 @@ export interface MediaGateway {
   url: string;
   /** Agent ids whose cached configuration was dropped because the control plane changed them. */
   readonly invalidatedAgents: ReadonlySet<string>;
+  /** This instance's id in heartbeats and conversations (`gw_…`). */
+  readonly gatewayId: string;
+  /** The voice sessions (absent when a custom `onCall` handles legs). */
+  readonly sessions: CallSessions | undefined;
+  /** Where each provider is reached (real API or sandbox simulator). */
+  readonly providers: ProviderRuntime;
   close(): Promise<void>;
 }
 
@@ -29,6 +38,8 @@ export async function startMediaGateway(
     logger: Logger;
     /** A carrier leg connected (Twilio stream after `start`); the callee owns it. Default: log and hang up. */
     onCall?: (leg: CallLeg) => void;
+    /** Provider endpoints; default: from the config's keys, simulators for the rest. */
+    providers?: ProviderRuntime;
   },
 ): Promise<MediaGateway> {
   const app: FastifyInstance = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
@@ -40,22 +51,37 @@ export async function startMediaGateway(
     }),
   ];
   const pacer = new OutboundPacer({ onSinkError: (err) => deps.logger.warn({ err }, 'outbound frame not sent') });
-  const onCall =
-    deps.onCall ??
-    ((leg: CallLeg) => {
-      deps.logger.warn({ callSid: leg.callSid, provider: leg.provider }, 'no call handler: hanging up');
-      void leg.hangup();
-    });
+  const gatewayId = newId('gw');
+  const ownProviders = !deps.providers;
+  const providers = deps.providers ?? (await startProviders(config.providers));
+  const sessions = deps.onCall
+    ? undefined
+    : new CallSessions({ bus: deps.bus, logger: deps.logger, gatewayId, endpoints: providers.endpoints, heartbeatIntervalMs: config.heartbeatIntervalMs });
+  const onCall = deps.onCall ?? ((leg: CallLeg) => sessions!.handle(leg));
   const twilio = attachTwilioMediaStreams(app.server, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
-  app.get('/healthz', async () => ({ status: 'ok', bus: deps.bus.kind, activeCalls: twilio.activeLegs }));
+  app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: twilio.activeLegs }));
+  // Sandbox helpers for the call command and load tests: where the simulators listen (to
+  // script them) and what the gateway measured on a recent call. Loopback-only data.
+  app.get('/sandbox/providers', async () => providers.endpoints);
+  app.get<{ Params: { callSid: string } }>('/sandbox/calls/:callSid', async (req, reply) => {
+    const s = sessions?.summary(req.params.callSid);
+    return s ?? reply.code(404).send({ callSid: req.params.callSid, message: 'No recent call with this id on this gateway' });
+  });
   const url = await app.listen({ host: config.host, port: config.port });
+  sessions?.startHeartbeat();
   return {
     app,
     url,
     invalidatedAgents: invalidated,
+    gatewayId,
+    sessions,
+    providers,
     close: async () => {
       await Promise.all(subs.map((s) => s.close()));
+      // End live calls first, so each final record reaches the control plane.
+      await sessions?.close();
       await twilio.close();
+      if (ownProviders) await providers.close();
       pacer.stop();
       await app.close();
     },

@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { pino } from 'pino';
+import { inject } from 'vitest';
+import { InProcessBus, NatsBus, SUBJECTS, newId } from '@vap/shared';
+import type { Bus, Payload } from '@vap/shared';
+import { loadConfig, startControlPlane } from '@vap/control-plane';
+import type { ControlPlane } from '@vap/control-plane';
+import { loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
+import type { MediaGateway } from '@vap/media-gateway';
+import { startProviders } from '@vap/voice-pipeline';
+import type { ProviderRuntime } from '@vap/voice-pipeline';
+import { createTenant } from '../../control-plane/test/helpers.js';
+
+export const TWILIO_TOKEN = 'e2e_twilio_auth_token_0000000000';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+export interface Platform {
+  cp: ControlPlane;
+  gateway: MediaGateway;
+  providers: ProviderRuntime;
+  cpUrl: string;
+  events: Payload<'platformEvent'>[];
+  tenant: { tenantId: string; key: string };
+  api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  /** Creates an active agent with its own phone number; returns both. */
+  agentWithNumber(overrides?: Record<string, unknown>): Promise<{ agentId: string; number: string }>;
+  /** Polls until the conversation of a call is no longer in progress. */
+  finishedConversation(conversationId: string, timeoutMs?: number): Promise<any>;
+  close(): Promise<void>;
+}
+
+let numberSeq = Math.floor(Math.random() * 9000);
+
+/**
+ * The whole platform on loopback: a control plane (real Postgres), a media gateway and the
+ * sandbox provider simulators, talking over the in-process bus or a real NATS server (two
+ * connections, as two machines would have).
+ */
+export async function startPlatform(kind: 'in-process' | 'nats', env: Record<string, string> = {}): Promise<Platform> {
+  const logger = pino({ level: 'silent' });
+  let cpBus: Bus;
+  let gwBus: Bus;
+  if (kind === 'nats') {
+    // eslint-disable-next-line no-restricted-properties
+    const url = process.env.TEST_NATS_URL!;
+    cpBus = await NatsBus.connect(url, { name: 'e2e-cp' });
+    gwBus = await NatsBus.connect(url, { name: 'e2e-gw' });
+  } else {
+    cpBus = gwBus = new InProcessBus();
+  }
+  const [gwPort, cpPort] = [await freePort(), await freePort()];
+  const gatewayUrl = `ws://127.0.0.1:${gwPort}`;
+  const cpUrl = `http://127.0.0.1:${cpPort}`;
+  const providers = await startProviders({});
+  const gateway = await startMediaGateway(
+    loadGatewayConfig({ GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: String(gwPort), MEDIA_GATEWAY_PUBLIC_URL: gatewayUrl, TWILIO_AUTH_TOKEN: TWILIO_TOKEN, LOG_LEVEL: 'silent', GATEWAY_HEARTBEAT_INTERVAL_MS: '1000', ...env }),
+    { bus: gwBus, logger, providers },
+  );
+  const cp = await startControlPlane(
+    loadConfig({
+      DATABASE_URL: inject('databaseUrl'),
+      HOST: '127.0.0.1',
+      PORT: String(cpPort),
+      PUBLIC_URL: cpUrl,
+      ADMIN_PORT: '0',
+      LOG_LEVEL: 'silent',
+      SECRET_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      MEDIA_GATEWAY_PUBLIC_URL: gatewayUrl,
+      TWILIO_AUTH_TOKEN: TWILIO_TOKEN,
+      ...env,
+    }),
+    { bus: cpBus, logger },
+  );
+  const events: Payload<'platformEvent'>[] = [];
+  const sub = cpBus.subscribe('platformEvent', SUBJECTS.platformEvent.wildcard, ({ payload }) => void events.push(payload));
+  const tenant = await createTenant(cp.database);
+
+  const api: Platform['api'] = async (method, path, body) => {
+    const res = await fetch(`${cpUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${tenant.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  };
+
+  return {
+    cp,
+    gateway,
+    providers,
+    cpUrl,
+    events,
+    tenant,
+    api,
+    agentWithNumber: async (overrides = {}) => {
+      const created = await api('POST', '/api/v1/agents', {
+        name: `E2E agent ${randomBytes(4).toString('hex')}`,
+        persona: { name: 'Ava', role: 'host at Harbour Bistro' },
+        voice: { provider: 'elevenlabs', voiceId: 'voice-ava' },
+        llm: { provider: 'openai', model: 'gpt-4o-mini', temperature: 0.3, maxTokens: 200 },
+        transcription: { provider: 'deepgram', model: 'nova-2', language: 'en-US' },
+        systemPromptTemplate: 'You take bookings for Harbour Bistro. The caller is {{callerNumber}}. Today is {{date}}.',
+        firstMessage: 'Hello! Thanks for calling Harbour Bistro. How can I help?',
+        endCallPhrases: ['goodbye'],
+        dtmfEnabled: true,
+        endpointing: { provider: 'vad', silenceDurationMs: 500, utteranceEndMs: 1000 },
+        ...overrides,
+      });
+      if (created.status !== 201) throw new Error(`agent create failed: ${JSON.stringify(created.body)}`);
+      const agentId = created.body.id as string;
+      const activated = await api('POST', `/api/v1/agents/${agentId}/activate`);
+      if (activated.status !== 200) throw new Error(`activate failed: ${JSON.stringify(activated.body)}`);
+      const number = `+1555${String(1_000_000 + numberSeq++).slice(1)}`;
+      await cp.database.pool.query(
+        `insert into phone_numbers (id, tenant_id, phone_number, country, provider, assigned_agent_id) values ($1, $2, $3, 'US', 'twilio', $4)`,
+        [newId('num'), tenant.tenantId, number, agentId],
+      );
+      return { agentId, number };
+    },
+    finishedConversation: async (conversationId, timeoutMs = 10_000) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const res = await api('GET', `/api/v1/conversations/${conversationId}`);
+        if (res.status === 200 && res.body.status !== 'in_progress') return res.body;
+        if (Date.now() > deadline) throw new Error(`conversation ${conversationId} still ${res.body?.status ?? res.status}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    close: async () => {
+      await sub.close();
+      await gateway.close();
+      await cp.close();
+      await providers.close();
+      if (kind === 'nats') {
+        await cpBus.close();
+        await gwBus.close();
+      } else await cpBus.close();
+    },
+  };
+}
