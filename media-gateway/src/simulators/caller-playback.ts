@@ -34,6 +34,7 @@ export function isSilentMulaw(bytes: Uint8Array): boolean {
 
 type Item = { kind: 'audio'; bytes: number; silent: boolean } | { kind: 'mark'; name: string };
 
+/** The playback queue of one simulated call; it has no timer of its own: the owner calls `advance`. */
 export class CallerPlayback {
   readonly played: PlayedChunk[] = [];
   readonly clears: number[] = [];

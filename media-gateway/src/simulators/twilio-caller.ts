@@ -36,6 +36,7 @@ export class StreamRefusedError extends Error {
   }
 }
 
+/** How the simulated Twilio opens a stream. */
 export interface TwilioCallerOptions {
   callSid?: string;
   accountSid?: string;
@@ -55,6 +56,7 @@ export interface TwilioCallerOptions {
   connectTimeoutMs?: number;
 }
 
+/** A call dialled through the control plane's voice webhook (§4.1). */
 export interface PlaceCallOptions {
   /** Base URL of the control plane, e.g. `http://127.0.0.1:3000`. */
   controlPlaneUrl: string;
@@ -67,6 +69,7 @@ export interface PlaceCallOptions {
   accountSid?: string;
 }
 
+/** The webhook connected a stream (`call`), or ended the call with a `<Say>` (`rejected`). */
 export type PlacedCall = { rejected: false; call: TwilioCallerSimulator; twiml: string } | { rejected: true; say: string; twiml: string };
 
 interface SpeechItem {

@@ -98,7 +98,7 @@ export function connectedMessage(): string {
   return JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' });
 }
 
-/** Fields of a `start` message. */
+/** Fields of a `start` message (the simulated caller's side). */
 export interface StartFields {
   sequenceNumber: number;
   streamSid: string;
@@ -109,6 +109,7 @@ export interface StartFields {
   mediaFormat?: TwilioMediaFormat;
 }
 
+/** `start`, sent once after `connected`; `tracks` and `mediaFormat` default to Twilio's. */
 export function startMessage(f: StartFields): string {
   return JSON.stringify({
     event: 'start',
@@ -135,6 +136,7 @@ export function inboundMediaMessage(f: { sequenceNumber: number; streamSid: stri
   });
 }
 
+/** One key press, as Twilio reports it (`track: inbound_track`). */
 export function dtmfMessage(f: { sequenceNumber: number; streamSid: string; digit: string }): string {
   return JSON.stringify({ event: 'dtmf', sequenceNumber: String(f.sequenceNumber), streamSid: f.streamSid, dtmf: { track: 'inbound_track', digit: f.digit } });
 }
@@ -144,6 +146,7 @@ export function markEchoMessage(f: { sequenceNumber: number; streamSid: string; 
   return JSON.stringify({ event: 'mark', sequenceNumber: String(f.sequenceNumber), streamSid: f.streamSid, mark: { name: f.name } });
 }
 
+/** The last message of a stream (the caller hung up). */
 export function stopMessage(f: { sequenceNumber: number; streamSid: string; accountSid: string; callSid: string }): string {
   return JSON.stringify({ event: 'stop', sequenceNumber: String(f.sequenceNumber), streamSid: f.streamSid, stop: { accountSid: f.accountSid, callSid: f.callSid } });
 }

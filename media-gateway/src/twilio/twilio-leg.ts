@@ -18,6 +18,7 @@ export type MediaStreamCloseReason = 'hangup' | 'socket-lost' | 'local' | 'shutd
 /** `svc.telephony.media_stream_closed{reason}`: every closed (or refused) Twilio stream, by reason. */
 export const mediaStreamClosed = new TaggedCounter<MediaStreamCloseReason>('svc.telephony.media_stream_closed', 'reason');
 
+/** How a leg ended: Twilio sent `stop`, the socket died without one, or we hung up. */
 export type LegEndReason = 'hangup' | 'socket-lost' | 'local';
 
 /** How long {@link TwilioLeg.hangup} waits for Twilio's closing handshake before cutting the TCP connection. */
@@ -37,6 +38,7 @@ function take(map: Map<string, number>, name: string): boolean {
   return true;
 }
 
+/** What the media-stream server hands a new leg. */
 export interface TwilioLegOptions {
   /** The accepted socket, after `connected` and `start` were read from it. */
   socket: WebSocket;

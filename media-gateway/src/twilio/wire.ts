@@ -19,12 +19,14 @@ export const connectedSchema = z.looseObject({
   version: z.string().optional(),
 });
 
+/** `start.mediaFormat`: always μ-law 8000 Hz mono on Twilio. */
 export const mediaFormatSchema = z.looseObject({
   encoding: z.string(),
   sampleRate: z.number(),
   channels: z.number(),
 });
 
+/** Exactly once, right after `connected`: call identity, `<Parameter>`s and the media format. */
 export const startSchema = z.looseObject({
   event: z.literal('start'),
   sequenceNumber: z.string().optional(),
@@ -40,6 +42,7 @@ export const startSchema = z.looseObject({
   }),
 });
 
+/** Caller audio: 160 μ-law bytes (20 ms) per message at real time, base64 in `payload`. */
 export const inboundMediaSchema = z.looseObject({
   event: z.literal('media'),
   sequenceNumber: z.string().optional(),
@@ -52,6 +55,7 @@ export const inboundMediaSchema = z.looseObject({
   }),
 });
 
+/** One key press (bidirectional streams only). */
 export const dtmfSchema = z.looseObject({
   event: z.literal('dtmf'),
   sequenceNumber: z.string().optional(),
@@ -59,6 +63,7 @@ export const dtmfSchema = z.looseObject({
   dtmf: z.looseObject({ track: z.string().optional(), digit: z.string().regex(/^[0-9*#A-D]$/) }),
 });
 
+/** Echo of a mark we sent: its audio has played, or a `clear` cut it. */
 export const inboundMarkSchema = z.looseObject({
   event: z.literal('mark'),
   sequenceNumber: z.string().optional(),
@@ -66,6 +71,7 @@ export const inboundMarkSchema = z.looseObject({
   mark: z.looseObject({ name: z.string() }),
 });
 
+/** The last message: the call hung up or the stream was stopped; Twilio then closes. */
 export const stopSchema = z.looseObject({
   event: z.literal('stop'),
   sequenceNumber: z.string().optional(),
@@ -73,6 +79,7 @@ export const stopSchema = z.looseObject({
   stop: z.looseObject({ accountSid: z.string().optional(), callSid: z.string().optional() }).optional(),
 });
 
+/** Any message Twilio sends on a media stream. */
 export const twilioInboundSchema = z.discriminatedUnion('event', [connectedSchema, startSchema, inboundMediaSchema, dtmfSchema, inboundMarkSchema, stopSchema]);
 
 /** A message Twilio sends to the gateway. */
@@ -87,23 +94,27 @@ export const TWILIO_INBOUND_EVENTS: ReadonlySet<string> = new Set(['connected', 
 
 // Strict objects: Twilio rejects extra fields in what we send (debugger 31951), so the
 // simulator, which plays Twilio, is strict too.
+/** Agent audio to play: raw μ-law 8 kHz mono, base64, any length. */
 export const outboundMediaSchema = z.strictObject({
   event: z.literal('media'),
   streamSid: z.string(),
   media: z.strictObject({ payload: base64 }),
 });
 
+/** A named bookmark in Twilio's playback queue. */
 export const outboundMarkSchema = z.strictObject({
   event: z.literal('mark'),
   streamSid: z.string(),
   mark: z.strictObject({ name: z.string() }),
 });
 
+/** Barge-in: Twilio flushes its playback queue and returns pending marks. */
 export const clearSchema = z.strictObject({
   event: z.literal('clear'),
   streamSid: z.string(),
 });
 
+/** Any message the gateway may send on a media stream. */
 export const twilioOutboundSchema = z.discriminatedUnion('event', [outboundMediaSchema, outboundMarkSchema, clearSchema]);
 
 /** A message the gateway sends to Twilio. */

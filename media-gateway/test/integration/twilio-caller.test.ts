@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingMessage, RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { WebSocketServer } from 'ws';
@@ -57,8 +57,8 @@ class FakeGateway {
   }
 }
 
-async function listen(handler?: Parameters<typeof createServer>[0]): Promise<Server> {
-  const server = createServer(handler);
+async function listen(handler?: RequestListener): Promise<Server> {
+  const server = handler ? createServer(handler) : createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return server;
 }
@@ -120,7 +120,7 @@ describe('TwilioCallerSimulator, Twilio side of the stream', () => {
     expect(endedAt).toBeGreaterThan(startedAt);
     const frames = (): { timestamp: number; payload: Buffer }[] =>
       gw.of('media').map((m) => {
-        const media = (m.msg as { media: { timestamp: string; payload: string } }).media;
+        const media = (m.msg as unknown as { media: { timestamp: string; payload: string } }).media;
         return { timestamp: Number(media.timestamp), payload: Buffer.from(media.payload, 'base64') };
       });
     // Sent is not yet received: wait for the frame after the speech to cross the socket.
@@ -175,7 +175,7 @@ describe('TwilioCallerSimulator, Twilio side of the stream', () => {
     const at = await cleared;
     expect(sim.playbackQueuedMs).toBe(0);
     expect(sim.marksEchoed.map((m) => [m.name, m.cut])).toEqual([['a', true], ['b', true]]);
-    await vi.waitFor(() => expect(gw.of('mark').map((m) => (m.msg as { mark: { name: string } }).mark.name)).toEqual(['a', 'b']));
+    await vi.waitFor(() => expect(gw.of('mark').map((m) => (m.msg as unknown as { mark: { name: string } }).mark.name)).toEqual(['a', 'b']));
     expect(sim.clears).toEqual([at]);
     // The caller heard the 150 ms before the clear, not the 2 s that were queued.
     expect(sim.heardAgentAudioMs).toBeGreaterThan(100);
