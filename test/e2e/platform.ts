@@ -25,6 +25,10 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** Parsed JSON bodies of API responses; tests read the fields they check. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Json = any;
+
 export interface Platform {
   cp: ControlPlane;
   gateway: MediaGateway;
@@ -32,11 +36,11 @@ export interface Platform {
   cpUrl: string;
   events: Payload<'platformEvent'>[];
   tenant: { tenantId: string; key: string };
-  api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  api(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }>;
   /** Creates an active agent with its own phone number; returns both. */
   agentWithNumber(overrides?: Record<string, unknown>): Promise<{ agentId: string; number: string }>;
   /** Polls until the conversation of a call is no longer in progress. */
-  finishedConversation(conversationId: string, timeoutMs?: number): Promise<any>;
+  finishedConversation(conversationId: string, timeoutMs?: number): Promise<Json>;
   close(): Promise<void>;
 }
 
@@ -52,7 +56,6 @@ export async function startPlatform(kind: 'in-process' | 'nats', env: Record<str
   let cpBus: Bus;
   let gwBus: Bus;
   if (kind === 'nats') {
-    // eslint-disable-next-line no-restricted-properties
     const url = process.env.TEST_NATS_URL!;
     cpBus = await NatsBus.connect(url, { name: 'e2e-cp' });
     gwBus = await NatsBus.connect(url, { name: 'e2e-gw' });

@@ -5,7 +5,6 @@ import { callerSpeechMulaw } from '@vap/voice-pipeline';
 import { TWILIO_TOKEN, startPlatform } from './platform.js';
 import type { Platform } from './platform.js';
 
-// eslint-disable-next-line no-restricted-properties
 const natsUrl = process.env.TEST_NATS_URL;
 
 const LINES = {

@@ -1,6 +1,6 @@
 import type { Frame } from '../frames.js';
 import type { Direction } from './processor.js';
-import { Processor } from './processor.js';
+import type { Processor } from './processor.js';
 
 /**
  * Processors in a row. Frames entering at the top travel `down` through each processor in

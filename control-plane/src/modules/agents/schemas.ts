@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { agentConfigSchema, llmSchema } from '@vap/shared';
-import type { AgentConfig } from '@vap/shared';
 import { pageQueryShape } from '../../http/pagination.js';
 
 export { agentConfigSchema, personaSchema, voiceSchema, llmSchema, transcriptionSchema } from '@vap/shared';
