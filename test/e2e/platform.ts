@@ -41,6 +41,10 @@ export interface Platform {
   agentWithNumber(overrides?: Record<string, unknown>): Promise<{ agentId: string; number: string }>;
   /** Polls until the conversation of a call is no longer in progress. */
   finishedConversation(conversationId: string, timeoutMs?: number): Promise<Json>;
+  /** The stored `error` of a conversation (`{ code, message }`; not part of the API view), or null. */
+  storedError(conversationId: string): Promise<{ code: string; message: string } | null>;
+  /** `activeCalls` of the gateway's `/healthz`: carrier legs still open. */
+  gatewayActiveCalls(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -140,6 +144,14 @@ export async function startPlatform(kind: 'in-process' | 'nats', env: Record<str
         if (Date.now() > deadline) throw new Error(`conversation ${conversationId} still ${res.body?.status ?? res.status}`);
         await new Promise((r) => setTimeout(r, 100));
       }
+    },
+    storedError: async (conversationId) => {
+      const { rows } = await cp.database.pool.query<{ error: { code: string; message: string } | null }>('select error from conversations where id = $1', [conversationId]);
+      return rows[0]?.error ?? null;
+    },
+    gatewayActiveCalls: async () => {
+      const res = await fetch(`${gateway.url}/healthz`);
+      return ((await res.json()) as { activeCalls: number }).activeCalls;
     },
     close: async () => {
       await sub.close();

@@ -1,0 +1,101 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-gateway/simulators';
+import type { CallerStep } from '@vap/media-gateway/simulators';
+import { callerSpeechMulaw } from '@vap/voice-pipeline';
+import { TWILIO_TOKEN, startPlatform } from './platform.js';
+import type { Json, Platform } from './platform.js';
+
+// Provider failures on a whole phone call: the simulators' faults are global, so this file
+// owns its platform and resets every fault after each test.
+
+const FIRST = 'Hello! Thanks for calling Harbour Bistro. How can I help?';
+const APOLOGY = 'I am sorry, I am having technical difficulties. Please call back later. Goodbye.';
+const LINES = { book: 'Hi, I would like to book a table for two tonight.', bye: "Thanks, that's all. Goodbye." };
+const REPLIES = { book: 'Of course. What time would you like to come?', bye: 'Thank you for calling. Goodbye!' };
+
+let p: Platform;
+
+beforeAll(async () => {
+  p = await startPlatform('in-process', { TTS_FIRST_BYTE_TIMEOUT_MS: '800' });
+  const llm = p.providers.simulators.openai!;
+  llm.addReply({ match: 'book a table', reply: REPLIES.book });
+  llm.addReply({ match: 'Goodbye', reply: REPLIES.bye });
+}, 60_000);
+afterEach(() => {
+  p.providers.simulators.openai!.resetFaults();
+  p.providers.simulators.deepgram!.resetFaults();
+  p.providers.simulators.elevenlabs!.resetFaults();
+});
+afterAll(async () => p?.close());
+
+/** Dials a new agent number with a scripted STT for the call; returns the call and its ids. */
+async function dial(lines: string[]): Promise<{ call: TwilioCallerSimulator; callSid: string }> {
+  const { number } = await p.agentWithNumber();
+  const callSid = twilioSid('CA');
+  p.providers.simulators.deepgram!.setScript(callSid, lines);
+  const placed = await TwilioCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, authToken: TWILIO_TOKEN, from: '+14155550100', to: number, callSid });
+  if (placed.rejected) throw new Error(`call rejected: ${placed.say}`);
+  return { call: placed.call, callSid };
+}
+
+const script = (call: TwilioCallerSimulator, steps: CallerStep[]) => runCallerScript(call, steps, { speech: callerSpeechMulaw });
+
+/** The finished conversation of a call, its messages as `role: content`, and its platform events. */
+async function outcome(callSid: string): Promise<{ conv: Json; said: string[]; events: { type: string; data: Json }[] }> {
+  const conversationId = p.gateway.sessions!.summary(callSid)!.conversationId!;
+  const conv = await p.finishedConversation(conversationId);
+  const { body } = await p.api('GET', `/api/v1/conversations/${conversationId}/messages`);
+  const said = (body.messages as { role: string; content: string }[]).map((m) => `${m.role}: ${m.content}`);
+  // SessionEnded is published after the end record commits: wait for it, not for the row.
+  await expect.poll(() => p.events.some((e) => e.type === 'SessionEnded' && e.data['conversationId'] === conversationId)).toBe(true);
+  return { conv, said, events: p.events.filter((e) => e.data['conversationId'] === conversationId).map((e) => ({ type: e.type, data: e.data })) };
+}
+
+/** No session is left behind: the gateway carries no call once this one ended. */
+async function expectNoCallLeft(): Promise<void> {
+  await expect.poll(() => p.gatewayActiveCalls()).toBe(0);
+  expect(p.gateway.sessions!.activeCalls).toBe(0);
+}
+
+describe('an LLM failing on a phone call', () => {
+  it('apologises and hangs up when every attempt answers 500, and stores the call as failed with the error code', async () => {
+    const llm = p.providers.simulators.openai!;
+    llm.setFaults({ failNext: { status: 500, count: 1000 } });
+    const before = llm.requests.length;
+    const { call, callSid } = await dial([LINES.book]);
+
+    const timings = await script(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }, { expectHangup: true }]);
+
+    expect(timings[0]?.latencyMs).not.toBeNull(); // the apology came after the caller's line
+    const { conv, said, events } = await outcome(callSid);
+    expect(conv).toMatchObject({ status: 'failed', endReason: 'error' });
+    expect(await p.storedError(conv.id)).toMatchObject({ code: 'llm.http_500' });
+    expect(said).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`, `agent: ${APOLOGY}`]);
+    // The retry wrapper tried three times, then gave up.
+    expect(llm.requests.length - before).toBe(3);
+    const errors = events.filter((e) => e.type === 'Error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.data).toMatchObject({ errorCode: 'llm.http_500', recoverable: false });
+    expect(events.map((e) => e.type)).toEqual(['SessionStarted', 'Error', 'SessionEnded']);
+    expect(events.at(-1)!.data).toMatchObject({ endReason: 'error' });
+    await expectNoCallLeft();
+  });
+
+  it('retries a single 500 without the caller noticing', async () => {
+    const llm = p.providers.simulators.openai!;
+    llm.setFaults({ failNext: { status: 500, count: 1 } });
+    const before = llm.requests.length;
+    const { call, callSid } = await dial([LINES.book, LINES.bye]);
+
+    const timings = await script(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }, { say: LINES.bye }, { expectHangup: true }]);
+
+    for (const t of timings) expect(t.latencyMs, t.said).not.toBeNull();
+    const { conv, said, events } = await outcome(callSid);
+    expect(conv).toMatchObject({ status: 'completed', endReason: 'agent_ended' });
+    expect(await p.storedError(conv.id)).toBeNull();
+    expect(said).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`, `agent: ${REPLIES.book}`, `user: ${LINES.bye}`, `agent: ${REPLIES.bye}`]);
+    expect(llm.requests.slice(before).map((r) => r.status)).toEqual([500, 200, 200]);
+    expect(events.map((e) => e.type)).toEqual(['SessionStarted', 'SessionEnded']);
+    await expectNoCallLeft();
+  });
+});
