@@ -32,6 +32,7 @@ export const configSchema = z.object({
   RATE_LIMIT_ENTERPRISE: int(1000, 1, 1_000_000),
   RATE_LIMIT_ANONYMOUS: int(60, 1, 1_000_000),
   HOUSEKEEPING_INTERVAL_SECONDS: int(300, 1, 86_400),
+  CALL_WATCHDOG_INTERVAL_MS: int(2000, 100, 60_000),
   BOOTSTRAP_TENANT_NAME: z.string().min(1).max(100).default('Default'),
   BOOTSTRAP_TENANT_PLAN: z.enum(['starter', 'professional', 'business', 'enterprise']).default('enterprise'),
   BOOTSTRAP_ADMIN_EMAIL: optionalString.pipe(z.email().optional()),
@@ -64,6 +65,8 @@ export interface ControlPlaneConfig {
   secretEncryptionKey: Buffer | undefined;
   rateLimits: { starter: number; professional: number; business: number; enterprise: number; anonymous: number };
   housekeepingIntervalMs: number;
+  /** How often the lost-gateway watchdog looks for calls of gateways that stopped sending heartbeats. */
+  callWatchdogIntervalMs: number;
   bootstrap: {
     tenantName: string;
     tenantPlan: Env['BOOTSTRAP_TENANT_PLAN'];
@@ -123,6 +126,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       anonymous: e.RATE_LIMIT_ANONYMOUS,
     },
     housekeepingIntervalMs: e.HOUSEKEEPING_INTERVAL_SECONDS * 1000,
+    callWatchdogIntervalMs: e.CALL_WATCHDOG_INTERVAL_MS,
     bootstrap: {
       tenantName: e.BOOTSTRAP_TENANT_NAME,
       tenantPlan: e.BOOTSTRAP_TENANT_PLAN,

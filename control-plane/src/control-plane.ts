@@ -66,7 +66,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     });
     housekeeping.start();
     // Bus handlers of live calls and the lost-gateway watchdog (modules/conversations).
-    const calls = startCallHandling({ db: database.db, bus: deps.bus, secrets, log });
+    const calls = startCallHandling({ db: database.db, bus: deps.bus, secrets, log, watchdog: { intervalMs: config.callWatchdogIntervalMs } });
     return {
       app,
       database,

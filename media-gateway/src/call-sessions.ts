@@ -44,6 +44,8 @@ export class CallSessions {
       endpoints: ProviderEndpoints;
       heartbeatIntervalMs: number;
       prepareTimeoutMs?: number;
+      /** Stall limit of a call's TTS streams (ms); the adapter's default when absent. */
+      ttsFirstByteTimeoutMs?: number;
     },
   ) {}
 
@@ -155,7 +157,7 @@ export class CallSessions {
     let outcome: SessionOutcome;
     let providers;
     try {
-      providers = createCallProviders(agent.config, this.deps.endpoints);
+      providers = createCallProviders(agent.config, this.deps.endpoints, { ttsFirstByteTimeoutMs: this.deps.ttsFirstByteTimeoutMs });
     } catch (err) {
       const error = err instanceof ProviderError ? err : new ProviderError({ provider: 'unknown', capability: 'llm', code: 'provider_unsupported', message: String(err), retryable: false });
       reportError(error, false);

@@ -25,6 +25,9 @@ export const gatewayConfigSchema = z.object({
   // How often the gateway tells control planes which calls it carries; a gateway silent for
   // three intervals has its calls marked failed.
   GATEWAY_HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  // How long a TTS stream may stay silent after text was flushed before the turn's synthesis
+  // counts as stalled (retried once, then the call ends).
+  TTS_FIRST_BYTE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
 });
 
 export interface GatewayConfig {
@@ -43,6 +46,8 @@ export interface GatewayConfig {
     elevenlabs: { apiKey?: string; baseUrl?: string };
   };
   heartbeatIntervalMs: number;
+  /** A TTS stream silent this long after a flush (or between chunks after its end) has stalled. */
+  ttsFirstByteTimeoutMs: number;
 }
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
@@ -62,5 +67,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
       elevenlabs: { apiKey: e.ELEVENLABS_API_KEY, baseUrl: e.ELEVENLABS_BASE_URL },
     },
     heartbeatIntervalMs: e.GATEWAY_HEARTBEAT_INTERVAL_MS,
+    ttsFirstByteTimeoutMs: e.TTS_FIRST_BYTE_TIMEOUT_MS,
   });
 }

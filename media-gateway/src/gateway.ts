@@ -56,7 +56,7 @@ export async function startMediaGateway(
   const providers = deps.providers ?? (await startProviders(config.providers));
   const sessions = deps.onCall
     ? undefined
-    : new CallSessions({ bus: deps.bus, logger: deps.logger, gatewayId, endpoints: providers.endpoints, heartbeatIntervalMs: config.heartbeatIntervalMs });
+    : new CallSessions({ bus: deps.bus, logger: deps.logger, gatewayId, endpoints: providers.endpoints, heartbeatIntervalMs: config.heartbeatIntervalMs, ttsFirstByteTimeoutMs: config.ttsFirstByteTimeoutMs });
   const onCall = deps.onCall ?? ((leg: CallLeg) => sessions!.handle(leg));
   const twilio = attachTwilioMediaStreams(app.server, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
   app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: twilio.activeLegs }));

@@ -33,7 +33,7 @@ export interface CallProviders {
  * with real keys configured they fail clearly (`provider_unsupported`) instead of sending
  * the call to a provider the customer did not choose.
  */
-export function createCallProviders(agent: AgentConfig, endpoints: ProviderEndpoints, opts: { llmTimeoutMs?: number } = {}): CallProviders {
+export function createCallProviders(agent: AgentConfig, endpoints: ProviderEndpoints, opts: { llmTimeoutMs?: number; ttsFirstByteTimeoutMs?: number } = {}): CallProviders {
   const substituted: string[] = [];
   const pick = <K extends keyof ProviderEndpoints>(capability: string, configured: string, key: K): ProviderEndpoint => {
     const ep = endpoints[key];
@@ -50,7 +50,7 @@ export function createCallProviders(agent: AgentConfig, endpoints: ProviderEndpo
   return {
     stt: new DeepgramStt({ apiKey: dg.apiKey, baseUrl: dg.baseUrl }),
     llm: withLlmRetry(new OpenAiLlm({ apiKey: oa.apiKey, baseUrl: oa.baseUrl, timeoutMs: opts.llmTimeoutMs }), { attempts: 3, baseDelayMs: 200 }),
-    tts: new ElevenLabsTts({ apiKey: el.apiKey, baseUrl: el.baseUrl }),
+    tts: new ElevenLabsTts({ apiKey: el.apiKey, baseUrl: el.baseUrl, firstByteTimeoutMs: opts.ttsFirstByteTimeoutMs }),
     substituted,
   };
 }
