@@ -8,7 +8,8 @@ import type { Json, Platform } from './platform.js';
 // Provider failures on a whole phone call: the simulators' faults are global, so this file
 // owns its platform and resets every fault after each test.
 
-const FIRST = 'Hello! Thanks for calling Harbour Bistro. How can I help?';
+// A short first message keeps each call (real-time audio) brief.
+const FIRST = 'Harbour Bistro, how can I help?';
 const APOLOGY = 'I am sorry, I am having technical difficulties. Please call back later. Goodbye.';
 const LINES = { book: 'Hi, I would like to book a table for two tonight.', bye: "Thanks, that's all. Goodbye." };
 const REPLIES = { book: 'Of course. What time would you like to come?', bye: 'Thank you for calling. Goodbye!' };
@@ -30,7 +31,7 @@ afterAll(async () => p?.close());
 
 /** Dials a new agent number with a scripted STT for the call; returns the call and its ids. */
 async function dial(lines: string[]): Promise<{ call: TwilioCallerSimulator; callSid: string }> {
-  const { number } = await p.agentWithNumber();
+  const { number } = await p.agentWithNumber({ firstMessage: FIRST });
   const callSid = twilioSid('CA');
   p.providers.simulators.deepgram!.setScript(callSid, lines);
   const placed = await TwilioCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, authToken: TWILIO_TOKEN, from: '+14155550100', to: number, callSid });
@@ -96,6 +97,81 @@ describe('an LLM failing on a phone call', () => {
     expect(said).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`, `agent: ${REPLIES.book}`, `user: ${LINES.bye}`, `agent: ${REPLIES.bye}`]);
     expect(llm.requests.slice(before).map((r) => r.status)).toEqual([500, 200, 200]);
     expect(events.map((e) => e.type)).toEqual(['SessionStarted', 'SessionEnded']);
+    await expectNoCallLeft();
+  });
+});
+
+describe('STT failing on a phone call', () => {
+  it('reconnects when the STT socket drops once, and the caller is still understood and answered', async () => {
+    const dg = p.providers.simulators.deepgram!;
+    // The drop timer starts when a socket opens: 1 s in, the first message is still playing.
+    dg.setFaults({ dropAfterMs: 1000 });
+    const { call, callSid } = await dial([LINES.book, LINES.bye]);
+    const sockets = () => dg.connections.filter((c) => c.callKey === callSid);
+    const run = script(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }, { say: LINES.bye }, { expectHangup: true }]);
+    run.catch(() => undefined); // awaited below; no unhandled rejection meanwhile
+    await expect.poll(() => sockets()[0]?.closed, { timeout: 5000, interval: 20 }).toBe(true);
+    dg.resetFaults(); // before the reconnect (200 ms later) opens the next socket
+    const timings = await run;
+
+    for (const t of timings) expect(t.latencyMs, t.said).not.toBeNull();
+    expect(sockets()).toHaveLength(2);
+    const { conv, said, events } = await outcome(callSid);
+    expect(conv).toMatchObject({ status: 'completed', endReason: 'agent_ended' });
+    expect(said).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`, `agent: ${REPLIES.book}`, `user: ${LINES.bye}`, `agent: ${REPLIES.bye}`]);
+    // The drop is reported as a recoverable Error: the call went on.
+    const errors = events.filter((e) => e.type === 'Error').map((e) => e.data);
+    expect(errors).toEqual([expect.objectContaining({ errorCode: expect.stringMatching(/^stt\./), recoverable: true })]);
+    expect(events.at(-1)).toMatchObject({ type: 'SessionEnded', data: { endReason: 'agent_ended' } });
+    await expectNoCallLeft();
+  });
+
+  it('apologises and hangs up once the reconnect budget is spent when the STT socket keeps dropping', async () => {
+    const dg = p.providers.simulators.deepgram!;
+    dg.setFaults({ dropAfterMs: 500 });
+    const { call, callSid } = await dial([LINES.book]);
+
+    await script(call, [{ expectHangup: true }]);
+
+    // The first socket and three reconnects, each dropped.
+    expect(dg.connections.filter((c) => c.callKey === callSid)).toHaveLength(4);
+    const { conv, said, events } = await outcome(callSid);
+    expect(conv).toMatchObject({ status: 'failed', endReason: 'error' });
+    const stored = await p.storedError(conv.id);
+    expect(stored?.code).toMatch(/^stt\./);
+    expect(said.at(-1)).toBe(`agent: ${APOLOGY}`);
+    expect(call.heardAgentAudioMs).toBeGreaterThan(3000); // the apology is about 5 s long
+    const errors = events.filter((e) => e.type === 'Error').map((e) => e.data);
+    expect(errors.map((e) => e['recoverable'])).toEqual([true, true, true, false]);
+    expect(errors.at(-1)).toMatchObject({ errorCode: stored!.code });
+    expect(events.at(-1)).toMatchObject({ type: 'SessionEnded', data: { endReason: 'error' } });
+    await expectNoCallLeft();
+  });
+});
+
+describe('TTS stalling on a phone call', () => {
+  it('gives up after one retry and hangs up without an apology, storing the call as failed', async () => {
+    const el = p.providers.simulators.elevenlabs!;
+    const { call, callSid } = await dial([LINES.book]);
+    await script(call, [{ expectAgent: true }]);
+    // From now on the TTS takes text and never answers (the platform's stall limit is 800 ms).
+    el.setFaults({ neverRespond: true });
+    const socketsBefore = el.connections.length;
+
+    const [said] = await script(call, [{ say: LINES.book }, { expectHangup: true }]);
+    const hungUpAt = performance.now();
+
+    // Nothing was heard after the caller's line; the line was closed within the two stall limits and the LLM time.
+    expect(call.firstAgentAudioAfter(said!.speechEndedAt)).toBeNull();
+    expect(hungUpAt - said!.speechEndedAt).toBeLessThan(6000);
+    expect(el.connections.length - socketsBefore).toBe(2); // the turn's stream and its one retry
+    const outcomeOf = await outcome(callSid);
+    expect(outcomeOf.conv).toMatchObject({ status: 'failed', endReason: 'error' });
+    expect(await p.storedError(outcomeOf.conv.id)).toMatchObject({ code: 'tts.timeout' });
+    expect(outcomeOf.said).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`]);
+    const errors = outcomeOf.events.filter((e) => e.type === 'Error').map((e) => e.data);
+    expect(errors).toEqual([expect.objectContaining({ errorCode: 'tts.timeout', recoverable: true }), expect.objectContaining({ errorCode: 'tts.timeout', recoverable: false })]);
+    expect(outcomeOf.events.at(-1)).toMatchObject({ type: 'SessionEnded', data: { endReason: 'error' } });
     await expectNoCallLeft();
   });
 });
