@@ -14,7 +14,8 @@ import { createTenant } from '../../control-plane/test/helpers.js';
 
 export const TWILIO_TOKEN = 'e2e_twilio_auth_token_0000000000';
 
-async function freePort(): Promise<number> {
+/** A TCP port free on loopback right now. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.listen(0, '127.0.0.1', () => {
