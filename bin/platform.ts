@@ -30,7 +30,9 @@ async function main(): Promise<void> {
       : '  Admin API      not started: set ADMIN_TOKEN to enable it in production',
     `  Database       ${cp.databaseMode === 'embedded' ? `embedded Postgres in ${config.dataDir}/postgres` : 'DATABASE_URL'}`,
     `  Bus            ${bus.kind === 'nats' ? 'NATS (NATS_URL)' : 'in-process'}`,
-    '  Providers      simulated (sandbox): no provider keys are configured yet',
+    // The real mode of each provider: live with its *_API_KEY, else the sandbox simulator.
+    ...gw.providers.describe().map((line, i) => `${i === 0 ? '  Providers      ' : '                 '}${line}`),
+    '  Try a call     npx --yes pnpm@10.34.9 call   (in another terminal, same environment)',
   ];
   lines.push('', ...bootstrapBanner(cp.bootstrap, config.publicUrl));
   process.stdout.write(`${lines.join('\n')}\n\n`);
