@@ -82,20 +82,42 @@ describe('an LLM failing on a phone call', () => {
     await expectNoCallLeft();
   });
 
+  it('keeps the part of the apology the caller heard before hanging up on it', async () => {
+    p.providers.simulators.openai!.setFaults({ failNext: { status: 500, count: 1000 } });
+    const { call, callSid } = await dial([LINES.book]);
+    const [said] = await script(call, [{ expectAgent: true }, { say: LINES.book }]);
+    const heardSince = (t: number) => call.agentAudio.filter((c) => c.startedAt >= t).reduce((ms, c) => ms + c.endedAt - c.startedAt, 0);
+    await expect.poll(() => heardSince(said!.speechEndedAt), { timeout: 10_000, interval: 20 }).toBeGreaterThan(2000);
+    await call.hangup();
+
+    const { conv, said: messages } = await outcome(callSid);
+    // The failure ended the call; the caller only left during its apology.
+    expect(conv).toMatchObject({ status: 'failed', endReason: 'error' });
+    expect(messages.slice(0, 2)).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`]);
+    const { body } = await p.api('GET', `/api/v1/conversations/${conv.id}/messages`);
+    const apology = body.messages[2];
+    expect(apology).toMatchObject({ role: 'agent', interrupted: true });
+    expect(apology.content.length).toBeGreaterThan(0);
+    expect(apology.content.length).toBeLessThan(APOLOGY.length);
+    expect(APOLOGY.startsWith(apology.content)).toBe(true);
+    await expectNoCallLeft();
+  });
+
   it('retries a single 500 without the caller noticing', async () => {
     const llm = p.providers.simulators.openai!;
     llm.setFaults({ failNext: { status: 500, count: 1 } });
     const before = llm.requests.length;
-    const { call, callSid } = await dial([LINES.book, LINES.bye]);
+    const { call, callSid } = await dial([LINES.book]);
 
-    const timings = await script(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }, { say: LINES.bye }, { expectHangup: true }]);
+    const timings = await script(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }]);
+    await call.hangup();
 
-    for (const t of timings) expect(t.latencyMs, t.said).not.toBeNull();
+    expect(timings[0]?.latencyMs).not.toBeNull();
     const { conv, said, events } = await outcome(callSid);
-    expect(conv).toMatchObject({ status: 'completed', endReason: 'agent_ended' });
+    expect(conv).toMatchObject({ status: 'completed', endReason: 'user_ended' });
     expect(await p.storedError(conv.id)).toBeNull();
-    expect(said).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`, `agent: ${REPLIES.book}`, `user: ${LINES.bye}`, `agent: ${REPLIES.bye}`]);
-    expect(llm.requests.slice(before).map((r) => r.status)).toEqual([500, 200, 200]);
+    expect(said).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`, `agent: ${REPLIES.book}`]);
+    expect(llm.requests.slice(before).map((r) => r.status)).toEqual([500, 200]);
     expect(events.map((e) => e.type)).toEqual(['SessionStarted', 'SessionEnded']);
     await expectNoCallLeft();
   });
@@ -106,23 +128,24 @@ describe('STT failing on a phone call', () => {
     const dg = p.providers.simulators.deepgram!;
     // The drop timer starts when a socket opens: 1 s in, the first message is still playing.
     dg.setFaults({ dropAfterMs: 1000 });
-    const { call, callSid } = await dial([LINES.book, LINES.bye]);
+    const { call, callSid } = await dial([LINES.book]);
     const sockets = () => dg.connections.filter((c) => c.callKey === callSid);
-    const run = script(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }, { say: LINES.bye }, { expectHangup: true }]);
+    const run = script(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }]);
     run.catch(() => undefined); // awaited below; no unhandled rejection meanwhile
     await expect.poll(() => sockets()[0]?.closed, { timeout: 5000, interval: 20 }).toBe(true);
     dg.resetFaults(); // before the reconnect (200 ms later) opens the next socket
     const timings = await run;
+    await call.hangup();
 
-    for (const t of timings) expect(t.latencyMs, t.said).not.toBeNull();
+    expect(timings[0]?.latencyMs).not.toBeNull();
     expect(sockets()).toHaveLength(2);
     const { conv, said, events } = await outcome(callSid);
-    expect(conv).toMatchObject({ status: 'completed', endReason: 'agent_ended' });
-    expect(said).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`, `agent: ${REPLIES.book}`, `user: ${LINES.bye}`, `agent: ${REPLIES.bye}`]);
+    expect(conv).toMatchObject({ status: 'completed', endReason: 'user_ended' });
+    expect(said).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`, `agent: ${REPLIES.book}`]);
     // The drop is reported as a recoverable Error: the call went on.
     const errors = events.filter((e) => e.type === 'Error').map((e) => e.data);
     expect(errors).toEqual([expect.objectContaining({ errorCode: expect.stringMatching(/^stt\./), recoverable: true })]);
-    expect(events.at(-1)).toMatchObject({ type: 'SessionEnded', data: { endReason: 'agent_ended' } });
+    expect(events.at(-1)).toMatchObject({ type: 'SessionEnded', data: { endReason: 'user_ended' } });
     await expectNoCallLeft();
   });
 

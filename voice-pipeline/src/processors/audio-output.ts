@@ -34,7 +34,8 @@ interface Playback {
  * {@link MARK_INTERVAL_MS} and at the end of each turn, and learns from the echoed marks
  * how much the caller actually heard. When a turn has played to its end it reports
  * `agent.spoken` up; on `interrupt` it clears the carrier's queue and reports the turn
- * truncated to the words heard.
+ * truncated to the words heard. On `call.end` (the line closed with agent audio still
+ * playing) it reports such turns truncated the same way, as interrupted.
  */
 export class AudioOutput extends Processor {
   readonly name = 'AudioOutput';
@@ -77,6 +78,9 @@ export class AudioOutput extends Processor {
       case 'interrupt':
         this.interrupt(frame.at);
         this.push(frame, 'up');
+        return;
+      case 'call.end':
+        this.lineClosed(frame.at);
         return;
       default:
         return;
@@ -135,6 +139,13 @@ export class AudioOutput extends Processor {
       if (p.startedAt === null) continue;
       this.report(p, true, at);
     }
+  }
+
+  /** The caller hung up (or we did) mid-turn: no end mark will come, keep what was heard. */
+  private lineClosed(at: number): void {
+    const cut = [...this.playbacks.values()];
+    this.playbacks.clear();
+    for (const p of cut) if (p.startedAt !== null) this.report(p, true, at);
   }
 
   private report(p: Playback, interrupted: boolean, at = this.clock()): void {

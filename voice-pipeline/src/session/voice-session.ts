@@ -335,6 +335,9 @@ export class VoiceSession {
     const ending = this.ending ?? { status: 'completed' as const, reason: 'user_ended', error: null };
     const durationMs = this.clock();
     this.record.addUsage({ sttAudioMs: this.stt.audioMs });
+    // Agent audio still playing when the line closed (the caller hung up mid-sentence, or we
+    // hung up on a failure) reports what was heard of it before the pipeline stops.
+    this.pipeline.send({ kind: 'call.end', reason: ending.reason, at: durationMs });
     await this.pipeline.close();
     this.resolveEnded({ status: ending.status, endReason: ending.reason, error: ending.error, durationMs, language: this.opts.agent.transcription.language ?? 'en-US', record: this.record });
   }
