@@ -23,7 +23,7 @@ import { agentMemory, agentSegments, bargeInLines, callerViewTranscript, latency
 import { finalGatewaySummary, llmRequestBodies, llmRequestCount, storedRecord } from './sandbox-call/call-outcome.js';
 import { BOOKING_CONVERSATION, callerSteps, llmReplies, speechOnly, sttScript } from './sandbox-call/conversation-script.js';
 import type { ScriptedTurn } from './sandbox-call/conversation-script.js';
-import { SandboxCallError, checkControlPlane, describeProviders, findGateway, http, platformTargets, twilioSigning } from './sandbox-call/platform-targets.js';
+import { START_HINT, SandboxCallError, checkControlPlane, describeProviders, findGateway, http, platformTargets, twilioSigning } from './sandbox-call/platform-targets.js';
 
 /** The caller's number unless `--from` is given: a US number in the 555-01xx fictional range. */
 export const DEFAULT_FROM = '+14155550100';
@@ -115,6 +115,8 @@ export async function runSandboxCall(opts: SandboxCallOptions): Promise<SandboxC
   const t0 = performance.now();
   const stamp = () => `${((performance.now() - t0) / 1000).toFixed(1).padStart(5)} s`;
   const steps: CallerStep[] = callerSteps(turns, openai.simulated);
+  let lineClosed = false;
+  void call.closed.then(() => (lineClosed = true));
   let timings: CallerTurnTiming[];
   try {
     timings = await runCallerScript(call, steps, {
@@ -132,9 +134,11 @@ export async function runSandboxCall(opts: SandboxCallOptions): Promise<SandboxC
     const gw = summary ? ` The gateway reports: status ${summary.status}, end reason ${summary.endReason ?? 'none'}.` : '';
     throw new SandboxCallError(`The call did not go as scripted: ${(err as Error).message}.${gw}`);
   }
-  if (!openai.simulated) await call.hangup();
+  // With a live LLM nothing makes the agent say its end-call phrase: the caller ends the call.
+  const agentHungUp = lineClosed || openai.simulated;
+  if (!agentHungUp) await call.hangup();
   await call.closed;
-  out(`${stamp()}  call ended (${openai.simulated ? 'the agent hung up' : 'the caller hung up'})`);
+  out(`${stamp()}  call ended (${agentHungUp ? 'the agent hung up' : 'the caller hung up'})`);
   out('');
 
   const summary = await finalGatewaySummary(gateway.url, callSid);
@@ -188,8 +192,11 @@ async function dial(o: { controlPlaneUrl: string; token: { token: string; source
       );
     }
     if (/HTTP \d+/.test(message)) throw new SandboxCallError(`The voice webhook failed: ${message}`);
-    const code = (err as { cause?: { code?: string }; code?: string }).cause?.code ?? (err as { code?: string }).code;
-    throw new SandboxCallError(`The call could not be connected: ${code ?? message}. Is the media gateway reachable at the stream URL the platform hands out (MEDIA_GATEWAY_PUBLIC_URL)?`);
+    // fetch (the webhook) wraps the socket error in `cause`; ws (the stream) throws it bare.
+    const webhookCode = (err as { cause?: { code?: string } }).cause?.code;
+    if (webhookCode) throw new SandboxCallError(`The voice webhook at ${o.controlPlaneUrl} did not answer (${webhookCode}): did the platform stop? ${START_HINT}`);
+    const code = (err as { code?: string }).code;
+    throw new SandboxCallError(`The media stream could not be opened: ${code ?? message}. Is the media gateway reachable at the stream URL the platform hands out (MEDIA_GATEWAY_PUBLIC_URL)?`);
   }
   if (placed.rejected) {
     throw new SandboxCallError(
