@@ -62,7 +62,10 @@ export async function startMediaGateway(
   app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: twilio.activeLegs }));
   // Sandbox helpers for the call command and load tests: where the simulators listen (to
   // script them) and what the gateway measured on a recent call. Loopback-only data.
-  app.get('/sandbox/providers', async () => providers.endpoints);
+  // Real keys never leave the process: a live provider is listed without its key.
+  app.get('/sandbox/providers', async () =>
+    Object.fromEntries(Object.entries(providers.endpoints).map(([name, ep]) => [name, ep.simulated ? ep : { baseUrl: ep.baseUrl, simulated: false }])),
+  );
   app.get<{ Params: { callSid: string } }>('/sandbox/calls/:callSid', async (req, reply) => {
     const s = sessions?.summary(req.params.callSid);
     return s ?? reply.code(404).send({ callSid: req.params.callSid, message: 'No recent call with this id on this gateway' });
