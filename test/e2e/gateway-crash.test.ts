@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TwilioCallerSimulator, twilioSid } from '@vap/media-gateway/simulators';
-import { TWILIO_TOKEN, freePort, startPlatform } from './platform.js';
+import { TWILIO_TOKEN, collectUnhandledRejections, freePort, startPlatform } from './platform.js';
 import type { Json, Platform } from './platform.js';
 
 // A media gateway killed mid-call (kill -9): its process runs media-gateway/src/server.ts,
@@ -64,10 +64,14 @@ describe.skipIf(!natsUrl)('a media gateway process killed mid-call', () => {
       throw err;
     });
   }, 60_000);
+  const rejections = collectUnhandledRejections();
+  afterEach(() => expect(rejections.reasons).toEqual([]));
   afterAll(async () => {
     killChild();
     process.removeListener('exit', killChild);
     await p?.close();
+    rejections.stop();
+    expect(rejections.reasons).toEqual([]);
   });
 
   it('fails the call with gateway_lost within seconds, emits Error and SessionEnded, and the caller is cut off', async () => {

@@ -49,6 +49,18 @@ export interface Platform {
   close(): Promise<void>;
 }
 
+/**
+ * Collects this process's unhandled promise rejections until `stop()`, so a test can assert
+ * there were none. While a listener is registered vitest no longer reports them itself: assert
+ * `reasons` after each test and once more after closing.
+ */
+export function collectUnhandledRejections(): { readonly reasons: unknown[]; stop(): void } {
+  const reasons: unknown[] = [];
+  const listener = (reason: unknown): void => void reasons.push(reason);
+  process.on('unhandledRejection', listener);
+  return { reasons, stop: () => void process.off('unhandledRejection', listener) };
+}
+
 let numberSeq = Math.floor(Math.random() * 9000);
 
 /**

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-gateway/simulators';
 import type { CallerStep } from '@vap/media-gateway/simulators';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
-import { TWILIO_TOKEN, startPlatform } from './platform.js';
+import { TWILIO_TOKEN, collectUnhandledRejections, startPlatform } from './platform.js';
 import type { Json, Platform } from './platform.js';
 
 // Provider failures on a whole phone call: the simulators' faults are global, so this file
@@ -15,6 +15,7 @@ const LINES = { book: 'Hi, I would like to book a table for two tonight.', bye: 
 const REPLIES = { book: 'Of course. What time would you like to come?', bye: 'Thank you for calling. Goodbye!' };
 
 let p: Platform;
+const rejections = collectUnhandledRejections();
 
 beforeAll(async () => {
   p = await startPlatform('in-process', { TTS_FIRST_BYTE_TIMEOUT_MS: '800' });
@@ -23,11 +24,17 @@ beforeAll(async () => {
   llm.addReply({ match: 'Goodbye', reply: REPLIES.bye });
 }, 60_000);
 afterEach(() => {
+  expect(rejections.reasons).toEqual([]);
   p.providers.simulators.openai!.resetFaults();
   p.providers.simulators.deepgram!.resetFaults();
   p.providers.simulators.elevenlabs!.resetFaults();
 });
-afterAll(async () => p?.close());
+afterAll(async () => {
+  await p?.close();
+  rejections.stop();
+  // While collecting, vitest leaves rejections to us: closing must not have caused one either.
+  expect(rejections.reasons).toEqual([]);
+});
 
 /** Dials a new agent number with a scripted STT for the call; returns the call and its ids. */
 async function dial(lines: string[]): Promise<{ call: TwilioCallerSimulator; callSid: string }> {

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-gateway/simulators';
 import type { PlayedChunk } from '@vap/media-gateway/simulators';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
-import { TWILIO_TOKEN, startPlatform } from './platform.js';
+import { TWILIO_TOKEN, collectUnhandledRejections, startPlatform } from './platform.js';
 import type { Platform } from './platform.js';
 
 // A caller who goes quiet: the agent prompts after silenceDetection.timeoutSeconds, then
@@ -16,12 +16,19 @@ const REPLIES = { yes: 'No problem. What can I do for you?' };
 const IDLE = { maxIdleTimeSeconds: 5, silenceDetection: { enabled: true, timeoutSeconds: 5, message: PROMPT }, firstMessage: FIRST };
 
 let p: Platform;
+const rejections = collectUnhandledRejections();
 
 beforeAll(async () => {
   p = await startPlatform('in-process');
   p.providers.simulators.openai!.addReply({ match: 'still here', reply: REPLIES.yes });
 }, 60_000);
-afterAll(async () => p?.close());
+afterEach(() => expect(rejections.reasons).toEqual([]));
+afterAll(async () => {
+  await p?.close();
+  rejections.stop();
+  // While collecting, vitest leaves rejections to us: closing must not have caused one either.
+  expect(rejections.reasons).toEqual([]);
+});
 
 async function dial(lines: string[]): Promise<{ call: TwilioCallerSimulator; callSid: string }> {
   const { number } = await p.agentWithNumber(IDLE);
