@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const gatewayConfig = loadGatewayConfig();
   const logger = createLogger(config.logLevel, 'platform');
-  const bus = await createBus(config.natsUrl, { name: 'platform', onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
+  const bus = await createBus(config.natsUrl, { name: 'platform', subjectPrefix: config.natsSubjectPrefix, onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
   const cp = await startControlPlane(config, { bus, logger: logger.child({ service: 'control-plane' }) });
   // The same Twilio token on both sides: the gateway checks stream upgrades with what the webhook checked
   // (TWILIO_AUTH_TOKEN, or in sandbox mode the generated token in DATA_DIR/twilio-sandbox-token).

@@ -25,6 +25,7 @@ export const configSchema = z.object({
   DATA_DIR: z.string().default('.data'),
   EMBEDDED_PG_PORT: int(54329, 1024, 65535),
   NATS_URL: optionalString,
+  NATS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]*$/, 'must be one token of letters, digits, _ and -').default(''),
   SECRET_ENCRYPTION_KEY: optionalString.refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded'),
   RATE_LIMIT_STARTER: int(60, 1, 1_000_000),
   RATE_LIMIT_PROFESSIONAL: int(120, 1, 1_000_000),
@@ -62,6 +63,8 @@ export interface ControlPlaneConfig {
   dataDir: string;
   embeddedPgPort: number;
   natsUrl: string | undefined;
+  /** Put in front of every bus subject (installations sharing one NATS cluster). */
+  natsSubjectPrefix: string;
   secretEncryptionKey: Buffer | undefined;
   rateLimits: { starter: number; professional: number; business: number; enterprise: number; anonymous: number };
   housekeepingIntervalMs: number;
@@ -117,6 +120,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: e.DATA_DIR,
     embeddedPgPort: e.EMBEDDED_PG_PORT,
     natsUrl: e.NATS_URL,
+    natsSubjectPrefix: e.NATS_SUBJECT_PREFIX,
     secretEncryptionKey: e.SECRET_ENCRYPTION_KEY ? Buffer.from(e.SECRET_ENCRYPTION_KEY, 'base64') : undefined,
     rateLimits: {
       starter: e.RATE_LIMIT_STARTER,

@@ -8,7 +8,7 @@ import { bootstrapBanner } from './modules/tenants/bootstrap-banner.js';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'control-plane');
-  const bus = await createBus(config.natsUrl, { name: 'control-plane', onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
+  const bus = await createBus(config.natsUrl, { name: 'control-plane', subjectPrefix: config.natsSubjectPrefix, onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
   const cp = await startControlPlane(config, { bus, logger });
   logger.info({ url: cp.url, database: cp.databaseMode, bus: bus.kind }, 'control plane listening');
   // Generated credentials exist nowhere else: print them once, outside the JSON log.

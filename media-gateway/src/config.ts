@@ -8,6 +8,7 @@ export const gatewayConfigSchema = z.object({
   GATEWAY_HOST: z.string().default('127.0.0.1'),
   GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
   NATS_URL: z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined)),
+  NATS_SUBJECT_PREFIX: z.string().regex(/^[A-Za-z0-9_-]*$/, 'must be one token of letters, digits, _ and -').default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // Shared with the control plane on purpose: the gateway checks X-Twilio-Signature on a
   // stream upgrade over the very URL the control plane put in <Stream url>, so the two
@@ -34,6 +35,8 @@ export interface GatewayConfig {
   host: string;
   port: number;
   natsUrl: string | undefined;
+  /** Put in front of every bus subject (installations sharing one NATS cluster). */
+  natsSubjectPrefix: string;
   logLevel: z.infer<typeof gatewayConfigSchema>['LOG_LEVEL'];
   /** Public base URL of the gateway (`wss://gw.example.com`), no trailing slash: signed stream URLs are rebuilt from it. */
   publicUrl: string;
@@ -58,6 +61,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     host: e.GATEWAY_HOST,
     port: e.GATEWAY_PORT,
     natsUrl: e.NATS_URL,
+    natsSubjectPrefix: e.NATS_SUBJECT_PREFIX,
     logLevel: e.LOG_LEVEL,
     publicUrl: e.MEDIA_GATEWAY_PUBLIC_URL.replace(/\/$/, ''),
     twilioAuthToken: e.TWILIO_AUTH_TOKEN,

@@ -7,7 +7,7 @@ import { startMediaGateway } from './gateway.js';
 async function main(): Promise<void> {
   const config = loadGatewayConfig();
   const logger = pino({ name: 'media-gateway', level: config.logLevel });
-  const bus = await createBus(config.natsUrl, { name: 'media-gateway', onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
+  const bus = await createBus(config.natsUrl, { name: 'media-gateway', subjectPrefix: config.natsSubjectPrefix, onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
   const gw = await startMediaGateway(config, { bus, logger });
   logger.info({ url: gw.url, bus: bus.kind }, 'media gateway listening');
   stopOnSignals(async () => {

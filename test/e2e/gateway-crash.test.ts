@@ -21,13 +21,14 @@ const childOutput: string[] = [];
 const killChild = (): void => void child?.kill('SIGKILL');
 
 /** Starts the gateway process and waits for its health endpoint. */
-async function startGatewayProcess(port: number): Promise<void> {
+async function startGatewayProcess(port: number, natsSubjectPrefix: string): Promise<void> {
   childUrl = `http://127.0.0.1:${port}`;
   child = spawn(process.execPath, ['--import', 'tsx', 'media-gateway/src/server.ts'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       NATS_URL: natsUrl,
+      NATS_SUBJECT_PREFIX: natsSubjectPrefix,
       GATEWAY_HOST: '127.0.0.1',
       GATEWAY_PORT: String(port),
       MEDIA_GATEWAY_PUBLIC_URL: `ws://127.0.0.1:${port}`,
@@ -59,7 +60,7 @@ describe.skipIf(!natsUrl)('a media gateway process killed mid-call', () => {
     // one); the control plane hands callers the stream URL of the child process.
     const port = await freePort();
     p = await startPlatform('nats', { CALL_WATCHDOG_INTERVAL_MS: '500', MEDIA_GATEWAY_PUBLIC_URL: `ws://127.0.0.1:${port}` });
-    await startGatewayProcess(port).catch((err: unknown) => {
+    await startGatewayProcess(port, p.natsSubjectPrefix).catch((err: unknown) => {
       killChild();
       throw err;
     });

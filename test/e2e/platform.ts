@@ -37,6 +37,8 @@ export interface Platform {
   cpUrl: string;
   events: Payload<'platformEvent'>[];
   tenant: { tenantId: string; key: string };
+  /** The NATS subject prefix of this platform (its own namespace on the shared test server). */
+  natsSubjectPrefix: string;
   api(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }>;
   /** Creates an active agent with its own phone number; returns both. */
   agentWithNumber(overrides?: Record<string, unknown>): Promise<{ agentId: string; number: string }>;
@@ -70,12 +72,14 @@ let numberSeq = Math.floor(Math.random() * 9000);
  */
 export async function startPlatform(kind: 'in-process' | 'nats', env: Record<string, string> = {}): Promise<Platform> {
   const logger = pino({ level: 'silent' });
+  // Test files run in parallel on one NATS server: each platform gets its own subjects.
+  const natsSubjectPrefix = `e2e${randomBytes(6).toString('hex')}`;
   let cpBus: Bus;
   let gwBus: Bus;
   if (kind === 'nats') {
     const url = process.env.TEST_NATS_URL!;
-    cpBus = await NatsBus.connect(url, { name: 'e2e-cp' });
-    gwBus = await NatsBus.connect(url, { name: 'e2e-gw' });
+    cpBus = await NatsBus.connect(url, { name: 'e2e-cp', subjectPrefix: natsSubjectPrefix });
+    gwBus = await NatsBus.connect(url, { name: 'e2e-gw', subjectPrefix: natsSubjectPrefix });
   } else {
     cpBus = gwBus = new InProcessBus();
   }
@@ -123,6 +127,7 @@ export async function startPlatform(kind: 'in-process' | 'nats', env: Record<str
     cpUrl,
     events,
     tenant,
+    natsSubjectPrefix,
     api,
     agentWithNumber: async (overrides = {}) => {
       const created = await api('POST', '/api/v1/agents', {

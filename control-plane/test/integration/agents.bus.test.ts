@@ -4,6 +4,9 @@ import type { BusMessage } from '@vap/shared';
 import { agentBody, call, createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 
+/** Test files share one NATS server: this file's subjects are its own. */
+const SUBJECT_PREFIX = `tab${process.pid}${Date.now().toString(36)}`;
+
  
 const natsUrl = process.env.TEST_NATS_URL;
 
@@ -13,9 +16,9 @@ describe.skipIf(!natsUrl)('agent changes reach other services over NATS', () => 
   let listener: NatsBus;
 
   beforeAll(async () => {
-    t = await createTestApp({ bus: await NatsBus.connect(natsUrl!, { name: 'cp-test' }) });
+    t = await createTestApp({ bus: await NatsBus.connect(natsUrl!, { name: 'cp-test', subjectPrefix: SUBJECT_PREFIX }) });
     tenant = await createTenant(t.database);
-    listener = await NatsBus.connect(natsUrl!, { name: 'gateway-test' });
+    listener = await NatsBus.connect(natsUrl!, { name: 'gateway-test', subjectPrefix: SUBJECT_PREFIX });
   });
   afterAll(async () => {
     await t.close();

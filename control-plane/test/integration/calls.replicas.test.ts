@@ -6,6 +6,9 @@ import { call, createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 import { activeAgent, endedRecord, message, prepareCall, prepareRequest, publishEnded, publishMessage, recordEvents, startCalls, waitForRow } from './calls.fixtures.js';
 
+/** Test files share one NATS server: this file's subjects are its own. */
+const SUBJECT_PREFIX = `tcr${process.pid}${Date.now().toString(36)}`;
+
 const natsUrl = process.env.TEST_NATS_URL;
 
 /** Two control planes (app + call handlers, each with its own pool) on one database and one bus. */
@@ -89,7 +92,7 @@ describe('two control planes on the in-process bus', () => {
 describe.skipIf(!natsUrl)('two control planes over NATS', () => {
   let r: Replicas;
   beforeAll(async () => {
-    r = await startReplicas((name) => NatsBus.connect(natsUrl!, { name }));
+    r = await startReplicas((name) => NatsBus.connect(natsUrl!, { name, subjectPrefix: SUBJECT_PREFIX }));
   });
   afterAll(async () => r.close());
 

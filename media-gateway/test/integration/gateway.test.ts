@@ -5,6 +5,9 @@ import type { Bus } from '@vap/shared';
 import { loadGatewayConfig } from '../../src/config.js';
 import { startMediaGateway } from '../../src/gateway.js';
 
+/** Test files share one NATS server: this file's subjects are its own. */
+const SUBJECT_PREFIX = `tgw${process.pid}${Date.now().toString(36)}`;
+
  
 const natsUrl = process.env.TEST_NATS_URL;
 const logger = pino({ level: 'silent' });
@@ -29,8 +32,8 @@ describe('media gateway', () => {
   });
 
   it.skipIf(!natsUrl)('hears the control plane over a real NATS server', async () => {
-    const gwBus = await NatsBus.connect(natsUrl!, { name: 'gw-test' });
-    const cpBus = await NatsBus.connect(natsUrl!, { name: 'cp-test' });
+    const gwBus = await NatsBus.connect(natsUrl!, { name: 'gw-test', subjectPrefix: SUBJECT_PREFIX });
+    const cpBus = await NatsBus.connect(natsUrl!, { name: 'cp-test', subjectPrefix: SUBJECT_PREFIX });
     try {
       await exercise(gwBus, cpBus);
     } finally {

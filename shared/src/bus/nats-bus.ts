@@ -26,21 +26,34 @@ export class NatsBus implements Bus {
   private constructor(
     private readonly nc: NatsConnection,
     private readonly onHandlerError: (err: unknown, subject: string) => void,
+    /** `"<prefix>."` or empty: keeps several platforms (or test runs) apart on one NATS cluster. */
+    private readonly prefix: string,
   ) {}
 
-  /** Connects to one or more comma-separated NATS URLs. */
-  static async connect(url: string, opts: { name?: string; onHandlerError?: (err: unknown, subject: string) => void } = {}): Promise<NatsBus> {
+  /**
+   * Connects to one or more comma-separated NATS URLs. `subjectPrefix` (one token, e.g.
+   * `staging`) is put in front of every subject, so installations sharing a cluster never
+   * answer each other's requests.
+   */
+  static async connect(url: string, opts: { name?: string; onHandlerError?: (err: unknown, subject: string) => void; subjectPrefix?: string } = {}): Promise<NatsBus> {
+    if (opts.subjectPrefix !== undefined && opts.subjectPrefix !== '' && !/^[A-Za-z0-9_-]+$/.test(opts.subjectPrefix)) {
+      throw new Error('NATS subject prefix must be one token of letters, digits, _ and -');
+    }
     const nc = await connect({ servers: url.split(',').map((s) => s.trim()), name: opts.name, maxReconnectAttempts: -1 });
-    return new NatsBus(nc, opts.onHandlerError ?? (() => {}));
+    return new NatsBus(nc, opts.onHandlerError ?? (() => {}), opts.subjectPrefix ? `${opts.subjectPrefix}.` : '');
+  }
+
+  private local(subject: string): string {
+    return this.prefix && subject.startsWith(this.prefix) ? subject.slice(this.prefix.length) : subject;
   }
 
   async publish<N extends SubjectName>(_name: N, subject: string, payload: Payload<N>, headers: BusHeaders = {}): Promise<void> {
-    this.nc.publish(subject, JSON.stringify(payload), { headers: toHeaders(headers) });
+    this.nc.publish(this.prefix + subject, JSON.stringify(payload), { headers: toHeaders(headers) });
   }
 
   subscribe<N extends SubjectName>(name: N, pattern: string, handler: (msg: BusMessage<N>) => void | Promise<void>, opts: SubscribeOptions = {}): BusSubscription {
     return this.serve(pattern, opts.queue, async (m) => {
-      await handler({ subject: m.subject, payload: parsePayload(name, m.json()), headers: fromMsg(m) });
+      await handler({ subject: this.local(m.subject), payload: parsePayload(name, m.json()), headers: fromMsg(m) });
     });
   }
 
@@ -48,7 +61,7 @@ export class NatsBus implements Bus {
     const subject = REQUESTS[name].subject;
     let reply: Msg;
     try {
-      reply = await this.nc.request(subject, JSON.stringify(payload), { timeout: opts.timeoutMs ?? 5000, headers: toHeaders(opts.headers ?? {}) });
+      reply = await this.nc.request(this.prefix + subject, JSON.stringify(payload), { timeout: opts.timeoutMs ?? 5000, headers: toHeaders(opts.headers ?? {}) });
     } catch (err) {
       if (err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders())) throw new BusRequestError('no-responders', subject);
       if (err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError)) throw new BusRequestError('timeout', subject);
@@ -74,7 +87,7 @@ export class NatsBus implements Bus {
   }
 
   private serve(pattern: string, queue: string | undefined, handle: (m: Msg) => Promise<void>): BusSubscription {
-    const sub: Subscription = this.nc.subscribe(pattern, queue ? { queue } : {});
+    const sub: Subscription = this.nc.subscribe(this.prefix + pattern, queue ? { queue } : {});
     const running = new Set<Promise<void>>();
     const loop = (async () => {
       for await (const m of sub) {
@@ -82,7 +95,7 @@ export class NatsBus implements Bus {
           try {
             await handle(m);
           } catch (err) {
-            this.onHandlerError(err, m.subject);
+            this.onHandlerError(err, this.local(m.subject));
           }
         })();
         running.add(run);
