@@ -11,14 +11,15 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import { pino } from 'pino';
-import { expect, vi } from 'vitest';
+import { afterAll, beforeAll, expect, vi } from 'vitest';
 import { SUBJECTS, newId } from '@vap/shared';
 import type { Bus, BusMessage, Payload, RequestPayload } from '@vap/shared';
 import type { Db } from '../../src/db/database.js';
 import { startCallHandling } from '../../src/modules/conversations/call-handlers.js';
 import type { CallHandling } from '../../src/modules/conversations/call-handlers.js';
 import { SecretBox } from '../../src/secret-box.js';
-import { TEST_SECRET_KEY, call, createAgentFor } from '../helpers.js';
+import { TEST_SECRET_KEY, call, createAgentFor, createTenant, createTestApp } from '../helpers.js';
+import type { TestApp, TestTenant } from '../helpers.js';
 
 export type PlatformEvent = Payload<'platformEvent'>;
 export type SessionMessage = Payload<'sessionMessage'>['message'];
@@ -38,6 +39,32 @@ export function startCalls(db: Db, bus: Bus, opts: { now?: () => number; watchdo
 }
 
 /** Creates an agent through the API and activates it. */
+/** What the conversation read-route tests share: an app, two tenants, an active agent, call handling. */
+export interface ConversationsWorld {
+  t: TestApp;
+  tenant: TestTenant;
+  other: TestTenant;
+  agent: { id: string; name: string; version: number };
+  calls: CallHandling;
+}
+
+/** Registers the set-up and tear-down of a {@link ConversationsWorld} for the calling test file. */
+export function conversationsWorld(): ConversationsWorld {
+  const w = {} as ConversationsWorld;
+  beforeAll(async () => {
+    w.t = await createTestApp();
+    w.tenant = await createTenant(w.t.database);
+    w.other = await createTenant(w.t.database);
+    w.agent = await activeAgent(w.t.app, w.tenant.key);
+    w.calls = startCalls(w.t.database.db, w.t.bus);
+  });
+  afterAll(async () => {
+    await w.calls.close();
+    await w.t.close();
+  });
+  return w;
+}
+
 export async function activeAgent(app: FastifyInstance, key: string, overrides: Record<string, unknown> = {}): Promise<{ id: string; name: string; version: number }> {
   const agent = await createAgentFor(app, key, overrides);
   const res = await call(app, key, 'POST', `/api/v1/agents/${agent.id}/activate`);

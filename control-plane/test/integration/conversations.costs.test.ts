@@ -1,32 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { priceCall } from '@vap/shared';
-import type { CallHandling } from '../../src/modules/conversations/call-handlers.js';
-import { call, createTenant, createTestApp } from '../helpers.js';
-import type { TestApp, TestTenant } from '../helpers.js';
-import { activeAgent, seedCall, startCalls } from './calls.fixtures.js';
+import { call } from '../helpers.js';
+import { conversationsWorld, seedCall } from './calls.fixtures.js';
 
-let t: TestApp;
-let tenant: TestTenant;
-let other: TestTenant;
-let agent: { id: string };
-let calls: CallHandling;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  tenant = await createTenant(t.database);
-  other = await createTenant(t.database);
-  agent = await activeAgent(t.app, tenant.key);
-  calls = startCalls(t.database.db, t.bus);
-});
-afterAll(async () => {
-  await calls.close();
-  await t.close();
-});
+const w = conversationsWorld();
 
 describe('GET /api/v1/conversations/{conversationId}/costs', () => {
   it('returns the priced usage of an ended call', async () => {
-    const { conversationId, record } = await seedCall(t.bus, calls, tenant.tenantId, agent.id);
-    const res = await call(t.app, tenant.key, 'GET', `/api/v1/conversations/${conversationId}/costs`);
+    const { conversationId, record } = await seedCall(w.t.bus, w.calls, w.tenant.tenantId, w.agent.id);
+    const res = await call(w.t.app, w.tenant.key, 'GET', `/api/v1/conversations/${conversationId}/costs`);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       conversationId,
@@ -44,26 +26,26 @@ describe('GET /api/v1/conversations/{conversationId}/costs', () => {
   });
 
   it('prices an outbound call at the outbound carrier rate', async () => {
-    const { conversationId } = await seedCall(t.bus, calls, tenant.tenantId, agent.id, { request: { direction: 'outbound' } });
-    const res = await call(t.app, tenant.key, 'GET', `/api/v1/conversations/${conversationId}/costs`);
+    const { conversationId } = await seedCall(w.t.bus, w.calls, w.tenant.tenantId, w.agent.id, { request: { direction: 'outbound' } });
+    const res = await call(w.t.app, w.tenant.key, 'GET', `/api/v1/conversations/${conversationId}/costs`);
     // 95 s → 2 minutes × 0.014 (Twilio outbound)
     expect(res.json().breakdown.telephony).toEqual({ provider: 'twilio', minutes: 2, cost: 0.028 });
   });
 
   it('answers 409 invalid-state while the call is in progress', async () => {
-    const { conversationId } = await seedCall(t.bus, calls, tenant.tenantId, agent.id, { ended: false });
-    const res = await call(t.app, tenant.key, 'GET', `/api/v1/conversations/${conversationId}/costs`);
+    const { conversationId } = await seedCall(w.t.bus, w.calls, w.tenant.tenantId, w.agent.id, { ended: false });
+    const res = await call(w.t.app, w.tenant.key, 'GET', `/api/v1/conversations/${conversationId}/costs`);
     expect(res.statusCode).toBe(409);
     expect(res.json()).toMatchObject({ type: expect.stringMatching(/\/errors\/invalid-state$/), detail: expect.stringContaining('still in progress') });
   });
 
   it('answers 404 for another tenant’s conversation and for an unknown id', async () => {
-    const { conversationId } = await seedCall(t.bus, calls, tenant.tenantId, agent.id);
+    const { conversationId } = await seedCall(w.t.bus, w.calls, w.tenant.tenantId, w.agent.id);
     for (const [key, id] of [
-      [other.key, conversationId],
-      [tenant.key, 'conv_00000000000000000000000000'],
+      [w.other.key, conversationId],
+      [w.tenant.key, 'conv_00000000000000000000000000'],
     ] as const) {
-      const res = await call(t.app, key, 'GET', `/api/v1/conversations/${id}/costs`);
+      const res = await call(w.t.app, key, 'GET', `/api/v1/conversations/${id}/costs`);
       expect(res.statusCode).toBe(404);
       expect(res.json().type).toMatch(/\/errors\/conversation-not-found$/);
     }
