@@ -1,3 +1,4 @@
+import { acceptJsonOnly } from './http/json-body.js';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
@@ -63,16 +64,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
 
   // Bodies are JSON; an empty body counts as no body, so `{}`-less action POSTs work.
   // Only JSON is accepted (uploads add multipart where they need it); anything else is a 415.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = String(body);
-    if (text.trim() === '') return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(Object.assign(new Error('Invalid JSON'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' }), undefined);
-    }
-  });
+  acceptJsonOnly(app);
 
   await app.register(fastifySwagger, {
     openapi: {

@@ -1,3 +1,4 @@
+import { acceptJsonOnly } from '../http/json-body.js';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { serializerCompiler } from 'fastify-type-provider-zod';
@@ -32,16 +33,7 @@ export async function buildAdminApp(config: ControlPlaneConfig, deps: { database
   registerProblemHandlers(app);
 
   // JSON only, as on the main API (an empty body counts as none).
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = String(body);
-    if (text.trim() === '') return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(Object.assign(new Error('Invalid JSON'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' }), undefined);
-    }
-  });
+  acceptJsonOnly(app);
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Request-Id', req.id);
