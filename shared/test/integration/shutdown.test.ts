@@ -3,7 +3,6 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const helper = fileURLToPath(new URL('../../src/shutdown.ts', import.meta.url));
-const tsx = fileURLToPath(new URL('../../../node_modules/.bin/tsx', import.meta.url));
 
 /** A real process using stopOnSignals, whose stop takes 200 ms and prints each call. */
 function launch(stopFails: boolean) {
@@ -13,7 +12,9 @@ function launch(stopFails: boolean) {
     console.log('ready');
     setInterval(() => {}, 1000);
   `;
-  const child = spawn(tsx, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Node itself with tsx's loader, not the tsx CLI: the CLI is a second process relaying
+  // signals, and under load it exited 130 on the second SIGINT before our handler ran.
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const ready = new Promise<void>((resolve) => child.stdout.on('data', () => out.includes('ready') && resolve()));
