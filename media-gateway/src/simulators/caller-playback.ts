@@ -6,6 +6,8 @@
  * caller's monotonic clock; the owner calls {@link CallerPlayback.advance} every tick.
  */
 
+import { mulawDecode } from '@vap/voice-pipeline';
+
 /** A stretch of non-silent agent audio that played. */
 export interface PlayedChunk {
   startedAt: number;
@@ -16,20 +18,13 @@ export interface PlayedChunk {
 /** Mean absolute level (of 32 767) above which a chunk counts as heard audio, not silence (≈ −54 dBFS). */
 export const AUDIBLE_MEAN_LEVEL = 64;
 
-// μ-law magnitude per code (reference/audio-formats.md §G.711, decoding).
-const MULAW_MAGNITUDE = new Int16Array(256);
-for (let code = 0; code < 256; code++) {
-  const u = ~code & 0xff;
-  const exponent = (u >> 4) & 7;
-  MULAW_MAGNITUDE[code] = (((u & 0x0f) << 3) + 0x84 << exponent) - 0x84;
-}
-
 /** True when μ-law audio is below {@link AUDIBLE_MEAN_LEVEL}. */
 export function isSilentMulaw(bytes: Uint8Array): boolean {
   if (bytes.byteLength === 0) return true;
+  const pcm = mulawDecode(bytes);
   let sum = 0;
-  for (let i = 0; i < bytes.byteLength; i++) sum += MULAW_MAGNITUDE[bytes[i]!]!;
-  return sum / bytes.byteLength <= AUDIBLE_MEAN_LEVEL;
+  for (let i = 0; i < pcm.length; i++) sum += Math.abs(pcm[i]!);
+  return sum / pcm.length <= AUDIBLE_MEAN_LEVEL;
 }
 
 type Item = { kind: 'audio'; bytes: number; silent: boolean } | { kind: 'mark'; name: string };

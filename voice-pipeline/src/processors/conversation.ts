@@ -114,6 +114,7 @@ export class Conversation extends Processor {
   private abortAll(at: number, speechOnsetAt: number, announce = true): void {
     for (const t of this.turns.values()) t.controller.abort();
     this.turns.clear();
+    this.llmFirstTokenMs.clear();
     // A newer caller turn supersedes replies not yet heard: tell the processors below.
     if (announce) this.push({ kind: 'interrupt', cause: 'superseded', at, speechOnsetAt });
   }

@@ -53,7 +53,7 @@ export class SttProcessor extends Processor {
   }
 
   private sendAudio(bytes: Uint8Array, at: number): void {
-    const ms = (bytes.length / this.opts.stream.sampleRateHz) * 1000 * (this.opts.stream.encoding === 'linear16' ? 0.5 : 1);
+    const ms = this.durationMs(bytes);
     if (this.stream) {
       this.stream.send(bytes);
       this.audioMsSent += ms;
@@ -65,9 +65,15 @@ export class SttProcessor extends Processor {
     const limit = this.opts.bufferMs ?? 5000;
     while (this.pendingMs > limit && this.pending.length > 1) {
       const dropped = this.pending.shift()!;
-      this.pendingMs -= (dropped.length / this.opts.stream.sampleRateHz) * 1000;
-      this.streamOriginAt += (dropped.length / this.opts.stream.sampleRateHz) * 1000;
+      this.pendingMs -= this.durationMs(dropped);
+      this.streamOriginAt += this.durationMs(dropped);
     }
+  }
+
+  /** Audio length of raw bytes in the declared encoding (G.711: 1 byte, linear16: 2 bytes a sample). */
+  private durationMs(bytes: Uint8Array): number {
+    const bytesPerSample = this.opts.stream.encoding === 'linear16' ? 2 : 1;
+    return (bytes.length / bytesPerSample / this.opts.stream.sampleRateHz) * 1000;
   }
 
   private async connect(at: number): Promise<void> {

@@ -80,6 +80,9 @@ export class TtsProcessor extends Processor {
       case 'interrupt':
         for (const t of this.turns.values()) t.controller.abort();
         this.turns.clear();
+        // Timings of turns that were heard were read when their audio started.
+        this.firstSentenceAt.clear();
+        this.firstByteMs.clear();
         this.order.length = 0;
         this.push(frame);
         return;
@@ -148,7 +151,10 @@ export class TtsProcessor extends Processor {
       const head = this.turns.get(this.order[0]!);
       if (head && !head.finished) return;
       this.order.shift();
-      if (head) this.turns.delete(head.id);
+      if (head) {
+        this.turns.delete(head.id);
+        this.firstSentenceAt.delete(head.id);
+      }
       const next = this.order[0] ? this.turns.get(this.order[0]) : undefined;
       if (next) {
         for (const f of next.held) this.push(f);

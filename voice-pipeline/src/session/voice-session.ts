@@ -305,6 +305,9 @@ export class VoiceSession {
     const endpointingMs = Math.max(0, user.decidedAt - user.speechEndAt);
     const llmFirstTokenMs = this.conversation.llmFirstTokenMs.get(turnId) ?? 0;
     const ttsFirstByteMs = this.tts.firstByteMs.get(turnId) ?? 0;
+    // Read once per turn: the maps must not grow over a long call.
+    this.conversation.llmFirstTokenMs.delete(turnId);
+    this.tts.firstByteMs.delete(turnId);
     const totalMs = Math.max(0, audioAt - user.speechEndAt);
     const m: TurnMetrics = {
       turnId,
