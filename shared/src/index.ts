@@ -11,3 +11,5 @@ export { stopOnSignals } from './shutdown.js';
 export * from './agent-config.js';
 export * from './pricing.js';
 export * from './twilio-signature.js';
+export * from './webhooks/webhook-signature.js';
+export * from './webhooks/delivery-deduper.js';
