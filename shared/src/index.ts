@@ -13,3 +13,5 @@ export * from './pricing.js';
 export * from './twilio-signature.js';
 export * from './webhooks/webhook-signature.js';
 export * from './webhooks/delivery-deduper.js';
+export * from './net/outbound-guard.js';
+export * from './net/guarded-post.js';
