@@ -13,7 +13,7 @@ type ResolvedAddress = { address: string; family: 4 | 6 };
  */
 export class OutboundBlockedError extends Error {
   override readonly name = 'OutboundBlockedError';
-  /** The URL as given, without any credentials in it. */
+  /** The URL as given, without any credentials in it (from `connectLookup`, which never sees the URL: the host name). */
   readonly url: string;
   /** The offending address, or null when the refusal came before DNS (scheme, host name, DNS failure). */
   readonly address: string | null;
@@ -83,7 +83,7 @@ const ARTICLE_AN = new Set(['unspecified']);
 const LABEL: Record<string, string> = { cgnat: 'carrier-grade NAT', metadata: 'cloud metadata', nat64: 'NAT64' };
 
 /** `10.0.0.5 is a private address`. */
-function describe(address: string, reason: string): string {
+function describeAddress(address: string, reason: string): string {
   if (reason === 'invalid') return `${address} is not an IP address`;
   const label = LABEL[reason] ?? reason;
   return `${address} is ${ARTICLE_AN.has(reason) ? 'an' : 'a'} ${label} address`;
@@ -261,7 +261,7 @@ export class OutboundGuard {
     const family = isIP(literal);
     if (family !== 0) {
       const reason = this.forbiddenReason(literal);
-      if (reason !== null) throw new OutboundBlockedError(shownUrl, literal, reason, describe(literal, reason));
+      if (reason !== null) throw new OutboundBlockedError(shownUrl, literal, reason, describeAddress(literal, reason));
       return [{ address: literal, family: family as 4 | 6 }];
     }
     const allowedByName = this.hostAllowed(host);
@@ -278,7 +278,7 @@ export class OutboundGuard {
     if (addresses.length === 0) throw new OutboundBlockedError(shownUrl, null, 'dns', `DNS lookup of ${host} returned no address`);
     for (const { address } of addresses) {
       const reason = allowedByName ? null : this.forbiddenReason(address);
-      if (reason !== null) throw new OutboundBlockedError(shownUrl, address, reason, `${host} resolves to ${describe(address, reason).replace(' is ', ', ')}`);
+      if (reason !== null) throw new OutboundBlockedError(shownUrl, address, reason, `${host} resolves to ${describeAddress(address, reason).replace(' is ', ', ')}`);
     }
     return addresses;
   }
