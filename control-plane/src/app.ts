@@ -5,7 +5,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import { newId } from '@vap/shared';
+import { OutboundGuard, newId } from '@vap/shared';
 import type { Bus } from '@vap/shared';
 import type { ControlPlaneConfig } from './config.js';
 import type { Database } from './db/database.js';
@@ -29,6 +29,10 @@ import { registerIdempotency } from './modules/idempotency/idempotency-hooks.js'
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { twilioWebhookRoutes } from './modules/telephony/twilio-webhook-routes.js';
+import { EventOutbox } from './modules/webhooks/event-outbox.js';
+import { WebhookRepository } from './modules/webhooks/repository.js';
+import { webhookRoutes } from './modules/webhooks/routes.js';
+import { WebhookService } from './modules/webhooks/service.js';
 import type { SecretBox } from './secret-box.js';
 
 export interface AppDeps {
@@ -40,6 +44,8 @@ export interface AppDeps {
   now?: () => number;
   /** Twilio Auth Token for webhook signatures (`loadTwilioAuthToken`); default TWILIO_AUTH_TOKEN, else every webhook is refused. */
   twilioAuthToken?: string;
+  /** Where replays wake the local webhook dispatcher; default a fresh one (no dispatcher). */
+  outbox?: EventOutbox;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -99,6 +105,15 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
 
   const agents = new AgentService({ repo: new AgentRepository(deps.database.db), bus: deps.bus, secrets: deps.secrets });
   const conversations = new ConversationService({ repo: new ConversationRepository(deps.database.db) });
+  const outbox = deps.outbox ?? new EventOutbox();
+  const webhooks = new WebhookService({
+    repo: new WebhookRepository(deps.database.db),
+    secrets: deps.secrets,
+    guard: new OutboundGuard({ allow: config.outboundAllowlist }),
+    appEnv: config.appEnv,
+    wake: () => outbox.wake(),
+    now,
+  });
   const apiKeys = new ApiKeyService({ repo: new ApiKeyRepository(deps.database.db), defaultEnvironment: config.appEnv === 'production' ? 'live' : 'sandbox' });
 
   await app.register(twilioWebhookRoutes, { db: deps.database.db, authToken: deps.twilioAuthToken ?? config.twilio.authToken, publicUrl: config.publicUrl, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
@@ -108,6 +123,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       await api.register(agentRoutes, { service: agents });
       await api.register(apiKeyRoutes, { service: apiKeys });
       await api.register(conversationRoutes, { service: conversations });
+      await api.register(webhookRoutes, { service: webhooks });
     },
     { prefix: '/api/v1' },
   );

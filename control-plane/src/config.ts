@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OutboundGuard } from '@vap/shared';
 
 const int = (def: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(def);
 const optionalString = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
@@ -42,6 +43,19 @@ export const configSchema = z.object({
   TWILIO_ACCOUNT_SID: optionalString.pipe(z.string().regex(/^AC[0-9a-fA-F]{32}$/, 'must look like AC followed by 32 hex characters').optional()),
   TWILIO_AUTH_TOKEN: optionalString,
   MEDIA_GATEWAY_PUBLIC_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:3001'),
+  OUTBOUND_ALLOWLIST: optionalString.superRefine((v, ctx) => {
+    if (v === undefined || v.trim().toLowerCase() === 'none') return;
+    try {
+      new OutboundGuard({ allow: splitList(v) });
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : 'invalid entry' });
+    }
+  }),
+  WEBHOOK_DISPATCHER: bool(true),
+  WEBHOOK_CONCURRENCY: int(32, 1, 1000),
+  WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK: int(4, 1, 100),
+  WEBHOOK_POLL_INTERVAL_MS: int(2000, 50, 60_000),
+  WEBHOOK_LOG_RETENTION_DAYS: int(30, 1, 3650),
   ADMIN_HOST: z.string().default('127.0.0.1'),
   ADMIN_PORT: int(3002, 0, 65535),
   ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
@@ -84,6 +98,15 @@ export interface ControlPlaneConfig {
   };
   /** Public base of the media gateway for stream URLs (`wss://…` in production), no trailing slash. */
   mediaGatewayPublicUrl: string;
+  /** Targets the outbound guard permits although private or loopback (see .env.example). */
+  outboundAllowlist: readonly string[];
+  webhooks: {
+    dispatcher: boolean;
+    concurrency: number;
+    perWebhook: number;
+    pollIntervalMs: number;
+    logRetentionDays: number;
+  };
   admin: {
     host: string;
     port: number;
@@ -97,6 +120,22 @@ export class ConfigError extends Error {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     this.name = 'ConfigError';
   }
+}
+
+/** Loopback, which development permits by default so a receiver on this machine works. */
+export const DEVELOPMENT_ALLOWLIST: readonly string[] = ['127.0.0.0/8', '::1/128', 'localhost'];
+
+function outboundAllowlist(raw: string | undefined, appEnv: 'development' | 'production'): string[] {
+  if (raw === undefined) return appEnv === 'development' ? [...DEVELOPMENT_ALLOWLIST] : [];
+  if (raw.trim().toLowerCase() === 'none') return [];
+  return splitList(raw);
+}
+
+function splitList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
 }
 
 /** Parses an environment (default `process.env`), listing every problem at once. */
@@ -140,6 +179,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN },
     mediaGatewayPublicUrl: e.MEDIA_GATEWAY_PUBLIC_URL.replace(/\/$/, ''),
+    outboundAllowlist: Object.freeze(outboundAllowlist(e.OUTBOUND_ALLOWLIST, e.APP_ENV)),
+    webhooks: {
+      dispatcher: e.WEBHOOK_DISPATCHER,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      perWebhook: e.WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK,
+      pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
+      logRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
+    },
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, token: e.ADMIN_TOKEN },
   });
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { OutboundGuard } from '@vap/shared';
 import type { Bus } from '@vap/shared';
 import { startAdminServer } from './admin/admin-server.js';
 import { buildApp } from './app.js';
@@ -16,7 +17,12 @@ import { loadTwilioAuthToken } from './modules/telephony/twilio-credentials.js';
 import type { TwilioAuth } from './modules/telephony/twilio-credentials.js';
 import { bootstrap } from './modules/tenants/bootstrap.js';
 import type { BootstrapResult } from './modules/tenants/bootstrap.js';
+import { EventOutbox } from './modules/webhooks/event-outbox.js';
+import { WebhookDispatcher } from './modules/webhooks/webhook-dispatcher.js';
 import { SecretBox, loadSecretKey } from './secret-box.js';
+
+/** `User-Agent` of webhook deliveries. */
+export const WEBHOOK_USER_AGENT = 'VoiceAgentPlatform-Webhooks/1';
 
 /** A running control plane. */
 export interface ControlPlane {
@@ -52,9 +58,24 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     const boot = await bootstrap(database, config, log);
     const secrets = new SecretBox(loadSecretKey(config.secretEncryptionKey, config.dataDir, config.appEnv));
     const twilio = loadTwilioAuthToken(config.twilio.authToken, config.dataDir);
-    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token });
+    const outbox = new EventOutbox();
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, outbox });
+    const dispatcher = config.webhooks.dispatcher
+      ? new WebhookDispatcher({
+          pool: database.pool,
+          secrets,
+          guard: new OutboundGuard({ allow: config.outboundAllowlist }),
+          log: log.child({ module: 'webhooks' }),
+          userAgent: WEBHOOK_USER_AGENT,
+          concurrency: config.webhooks.concurrency,
+          perWebhook: config.webhooks.perWebhook,
+          pollIntervalMs: config.webhooks.pollIntervalMs,
+        })
+      : undefined;
+    if (dispatcher) outbox.onWake(() => dispatcher.wake());
     const housekeeping = new Housekeeping({
       idempotency: new IdempotencyStore(database.pool),
+      webhookLog: { pool: database.pool, retentionDays: config.webhooks.logRetentionDays },
       rateLimiter: new RateLimiter(database.pool),
       log,
       intervalMs: config.housekeepingIntervalMs,
@@ -66,7 +87,8 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     });
     housekeeping.start();
     // Bus handlers of live calls and the lost-gateway watchdog (modules/conversations).
-    const calls = startCallHandling({ db: database.db, bus: deps.bus, secrets, log, watchdog: { intervalMs: config.callWatchdogIntervalMs } });
+    const calls = startCallHandling({ db: database.db, bus: deps.bus, secrets, log, outbox, watchdog: { intervalMs: config.callWatchdogIntervalMs } });
+    await dispatcher?.start();
     return {
       app,
       database,
@@ -79,6 +101,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
         await app.close();
         await admin?.close();
         await calls.close();
+        await dispatcher?.stop();
         await housekeeping.stop();
         await database.close();
         await embedded?.stop();

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
 import { pino } from 'pino';
 import { expect, inject } from 'vitest';
 import { InProcessBus, SCOPES, newId } from '@vap/shared';
@@ -7,7 +8,7 @@ import type { Bus, Scope } from '@vap/shared';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import type { ControlPlaneConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/database.js';
+import { openDatabase, runMigrations } from '../src/db/database.js';
 import type { Database } from '../src/db/database.js';
 import type { Plan } from '../src/db/schema/tenants.js';
 import { ApiKeyRepository } from '../src/modules/api-keys/repository.js';
@@ -111,4 +112,33 @@ export async function createAgentFor(app: FastifyInstance, key: string, override
   const res = await call(app, key, 'POST', '/api/v1/agents', agentBody(overrides));
   expect(res.statusCode).toBe(201);
   return res.json();
+}
+
+/**
+ * A database of its own on the run's Postgres server, migrated, for tests whose workers
+ * are global over a database (the webhook dispatcher claims any tenant's deliveries):
+ * sharing the run's database would let another file's dispatcher take this file's work.
+ */
+export async function isolatedDatabase(poolSize = 5): Promise<{ database: Database; url: string; drop(): Promise<void> }> {
+  const base = new URL(inject('databaseUrl'));
+  const name = `vap_iso_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base.toString() });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  const database = openDatabase(u.toString(), poolSize);
+  await runMigrations(database);
+  return {
+    database,
+    url: u.toString(),
+    drop: async () => {
+      await database.close();
+      const c = new pg.Client({ connectionString: base.toString() });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
 }

@@ -17,6 +17,7 @@ export const ID_PREFIXES = {
   pm: 'payment method',
   rpt: 'report',
   evt: 'event',
+  whk: 'webhook configuration',
   test: 'test session',
   trace: 'trace',
   msg: 'conversation message (internal)',

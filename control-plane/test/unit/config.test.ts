@@ -42,4 +42,12 @@ describe('configuration', () => {
     const fields = (err as ConfigError).problems.map((p) => p.split(':')[0]).sort();
     expect(fields).toEqual(['BOOTSTRAP_API_KEY', 'PORT', 'RATE_LIMIT_STARTER', 'SECRET_ENCRYPTION_KEY']);
   });
+
+  it('allows loopback for outbound calls in development only, and takes an explicit allowlist or none', () => {
+    expect(loadConfig({}).outboundAllowlist).toEqual(['127.0.0.0/8', '::1/128', 'localhost']);
+    expect(loadConfig({ APP_ENV: 'production', SECRET_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64') }).outboundAllowlist).toEqual([]);
+    expect(loadConfig({ OUTBOUND_ALLOWLIST: '10.1.0.0/16, hooks.internal ,*.corp.example' }).outboundAllowlist).toEqual(['10.1.0.0/16', 'hooks.internal', '*.corp.example']);
+    expect(loadConfig({ OUTBOUND_ALLOWLIST: 'none' }).outboundAllowlist).toEqual([]);
+    expect(() => loadConfig({ OUTBOUND_ALLOWLIST: '10.0.0.0/99' })).toThrow(/OUTBOUND_ALLOWLIST/);
+  });
 });

@@ -57,6 +57,21 @@ export const callAgentSchema = z.object({
  * Every bus subject with the zod schema of its payload (STYLE.md §2). Subjects are
  * lowercase and dotted, broad to narrow. Payloads are validated when they arrive.
  */
+/** The platform's event kinds (spec "Events"): what webhooks subscribe to. */
+export const EVENT_KINDS = ['SessionStarted', 'SessionEnded', 'ToolCallCompleted', 'TransferInitiated', 'AnalysisCompleted', 'Error'] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+
+/** A platform event in the spec's envelope, as published on the bus and sent to webhooks. */
+export interface PlatformEvent {
+  id: string;
+  type: EventKind;
+  agentId: string;
+  tenantId: string;
+  /** ISO 8601, when the event happened. */
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
 export const SUBJECTS = {
   /** An agent's configuration changed or it was deleted; gateways drop cached copies. */
   agentChanged: {
@@ -137,7 +152,7 @@ export const SUBJECTS = {
     wildcard: 'event.>',
     schema: z.object({
       id: z.string(),
-      type: z.enum(['SessionStarted', 'SessionEnded', 'ToolCallCompleted', 'TransferInitiated', 'AnalysisCompleted', 'Error']),
+      type: z.enum(EVENT_KINDS),
       agentId: z.string(),
       tenantId: z.string(),
       timestamp: z.string(),

@@ -7,3 +7,4 @@ export * from './idempotency-keys.js';
 export * from './rate-limit-windows.js';
 export * from './phone-numbers.js';
 export * from './conversations.js';
+export * from './webhooks.js';

@@ -4,6 +4,7 @@ import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { agents } from '../../db/schema/agents.js';
+import { webhooks } from '../../db/schema/webhooks.js';
 import type { AgentStatus } from '../../db/schema/agents.js';
 import { agentVersions } from '../../db/schema/agent-versions.js';
 import { offsetOf } from '../../http/pagination.js';
@@ -155,12 +156,17 @@ export class AgentRepository {
     });
   }
 
+  /** Deletes the agent and its webhooks (with their pending deliveries); conversations are kept. */
   async delete(tenantId: string, id: string): Promise<boolean> {
-    const res = await this.db
-      .delete(agents)
-      .where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)))
-      .returning({ id: agents.id });
-    return res.length > 0;
+    return this.db.transaction(async (tx) => {
+      const res = await tx
+        .delete(agents)
+        .where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)))
+        .returning({ id: agents.id });
+      if (res.length === 0) return false;
+      await tx.delete(webhooks).where(and(eq(webhooks.tenantId, tenantId), eq(webhooks.agentId, id)));
+      return true;
+    });
   }
 
   async versions(tenantId: string, id: string): Promise<AgentVersionRow[]> {

@@ -3,6 +3,7 @@ import { REQUESTS, SUBJECTS } from '@vap/shared';
 import type { Bus, BusSubscription } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import type { SecretBox } from '../../secret-box.js';
+import { EventOutbox } from '../webhooks/event-outbox.js';
 import { CallService } from './call-service.js';
 import type { LostCallRules } from './call-service.js';
 import { ConversationRepository } from './repository.js';
@@ -73,12 +74,14 @@ export function startCallHandling(deps: {
   bus: Bus;
   secrets: SecretBox;
   log: Logger;
+  /** Where events are staged for webhook delivery; a fresh one (no dispatcher woken) when absent. */
+  outbox?: EventOutbox;
   now?: () => number;
   watchdog?: { intervalMs?: number; rules?: Partial<LostCallRules> } | false;
   heartbeatSettleMs?: number;
 }): CallHandling {
   const log = deps.log.child({ module: 'calls' });
-  const calls = new CallService({ repo: new ConversationRepository(deps.db), bus: deps.bus, secrets: deps.secrets, log, ...(deps.now ? { now: deps.now } : {}) });
+  const calls = new CallService({ repo: new ConversationRepository(deps.db), bus: deps.bus, secrets: deps.secrets, log, outbox: deps.outbox ?? new EventOutbox(), ...(deps.now ? { now: deps.now } : {}) });
   const watchdog = new GatewayWatchdog({ calls, log, ...(deps.watchdog ? deps.watchdog : {}) });
   const subscription = subscribeCallHandlers(deps.bus, calls, log, deps.heartbeatSettleMs === undefined ? {} : { heartbeatSettleMs: deps.heartbeatSettleMs });
   if (deps.watchdog !== false) watchdog.start();

@@ -1,10 +1,11 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Logger } from 'pino';
 import { agentConfigSchema, newId, priceCall, unpricedUsage } from '@vap/shared';
-import type { Bus, CallDirection, Payload, ReplyPayload, RequestPayload } from '@vap/shared';
+import type { Bus, CallDirection, EventKind, Payload, PlatformEvent, ReplyPayload, RequestPayload } from '@vap/shared';
 import type { SecretBox } from '../../secret-box.js';
-import { errorData, publishEvent, sessionEndedData, sessionStartedData } from './events.js';
-import type { ConversationRepository, ConversationRow } from './repository.js';
+import type { EventOutbox } from '../webhooks/event-outbox.js';
+import { buildEvent, errorData, publishEvent, sessionEndedData, sessionStartedData } from './events.js';
+import type { ConversationRepository, ConversationRow, InTransaction } from './repository.js';
 import { GATEWAY_LOST, isLostRecord } from './repository.js';
 
 /** A phone number in E.164 with its ISO country, or nulls when the value is not a phone number (`client:alice`, `anonymous`). */
@@ -36,9 +37,11 @@ export class CallService {
   private readonly secrets: SecretBox;
   private readonly log: Logger;
   private readonly now: () => number;
+  private readonly outbox: EventOutbox;
 
-  constructor(deps: { repo: ConversationRepository; bus: Bus; secrets: SecretBox; log: Logger; now?: () => number }) {
+  constructor(deps: { repo: ConversationRepository; bus: Bus; secrets: SecretBox; log: Logger; outbox: EventOutbox; now?: () => number }) {
     this.repo = deps.repo;
+    this.outbox = deps.outbox;
     this.bus = deps.bus;
     this.secrets = deps.secrets;
     this.log = deps.log;
@@ -65,7 +68,9 @@ export class CallService {
     const local = req.direction === 'inbound' ? req.to : req.from;
     const caller = parsePhone(remote);
     const nowMs = this.now();
-    const { row, created } = await this.repo.createOrGet({
+    const staged: PlatformEvent[] = [];
+    const { row, created } = await this.repo.createOrGet(
+      {
       id: newId('conv', nowMs),
       tenantId: agent.tenantId,
       agentId: agent.id,
@@ -82,7 +87,9 @@ export class CallService {
       metadata: req.metadata,
       gatewayId: req.gatewayId,
       startedAt: new Date(nowMs),
-    });
+      },
+      this.staging(staged, (r) => [['SessionStarted', sessionStartedData(r)]]),
+    );
     if (row.tenantId !== req.tenantId || row.agentId !== req.agentId) {
       // The same carrier call id for another tenant or agent: a gateway bug or a forged request.
       log.error({ conversationId: row.id }, 'call id already belongs to another conversation');
@@ -90,7 +97,7 @@ export class CallService {
     }
     if (created) {
       log.info({ conversationId: row.id, gatewayId: req.gatewayId }, 'call started');
-      await this.emit('SessionStarted', row, sessionStartedData(row));
+      await this.announce(staged);
     } else {
       log.info({ conversationId: row.id }, 'call.prepare retried; same conversation');
     }
@@ -119,7 +126,12 @@ export class CallService {
   async end(rec: Payload<'sessionEnded'>): Promise<void> {
     const log = this.log.child({ tenantId: rec.tenantId, conversationId: rec.conversationId });
     let unpriced: string[] = [];
-    const result = await this.repo.finish(rec.tenantId, rec.conversationId, rec, (row, transcriptionModel) => {
+    const staged: PlatformEvent[] = [];
+    const result = await this.repo.finish(
+      rec.tenantId,
+      rec.conversationId,
+      rec,
+      (row, transcriptionModel) => {
       const direction = row.direction as CallDirection;
       const costs = priceCall(rec.usage, direction, transcriptionModel ? { sttModel: transcriptionModel } : {});
       unpriced = unpricedUsage(rec.usage, direction);
@@ -133,7 +145,9 @@ export class CallService {
         costTotalUsd: costs.total,
         error: rec.error,
       };
-    });
+      },
+      this.staging(staged, (r) => [['SessionEnded', sessionEndedData(r)]]),
+    );
     if (result.kind === 'unknown') {
       log.warn('end record for an unknown conversation dropped');
       return;
@@ -145,7 +159,7 @@ export class CallService {
     if (unpriced.length > 0) log.warn({ unpriced }, 'no price for some usage; counted as 0');
     if (isLostRecord(result.previous)) log.warn('end record arrived after the watchdog failed the call; record applied');
     log.info({ status: rec.status, endReason: rec.endReason, durationSeconds: rec.durationSeconds, costUsd: result.row.costTotalUsd }, 'call ended');
-    await this.emit('SessionEnded', result.row, sessionEndedData(result.row));
+    await this.announce(staged);
   }
 
   /** Relays a gateway's error as the platform event `Error` (conversation checked first). */
@@ -155,7 +169,9 @@ export class CallService {
       this.log.warn({ tenantId: err.tenantId, conversationId: err.conversationId }, 'error for an unknown conversation dropped');
       return;
     }
-    await this.emit('Error', row, errorData(row.id, err.errorCode, err.errorMessage, err.recoverable));
+    const event = buildEvent('Error', row, errorData(row.id, err.errorCode, err.errorMessage, err.recoverable), this.now());
+    await this.outbox.stage(this.repo.executor, event);
+    await this.announce([event]);
   }
 
   /**
@@ -168,32 +184,57 @@ export class CallService {
     await this.repo.heartbeat(hb.gatewayId, hb.intervalMs, new Date(this.now()));
     if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
     const nowMs = this.now();
-    const lost = await this.repo.failMissing(hb.gatewayId, hb.activeConversationIds, new Date(nowMs - 2 * hb.intervalMs), new Date(nowMs));
+    const staged: PlatformEvent[] = [];
+    const lost = await this.repo.failMissing(hb.gatewayId, hb.activeConversationIds, new Date(nowMs - 2 * hb.intervalMs), new Date(nowMs), this.stagingLost(staged));
     if (lost.length > 0) this.log.warn({ gatewayId: hb.gatewayId, conversationIds: lost.map((r) => r.id) }, 'calls missing from their gateway heartbeat failed');
-    await this.announceLost(lost);
+    await this.announce(staged);
   }
 
   /** One watchdog pass: fails the calls of gateways that went quiet; returns how many. */
   async failLostCalls(rules: LostCallRules = DEFAULT_LOST_CALL_RULES): Promise<number> {
-    const lost = await this.repo.failStale(new Date(this.now()), rules);
+    const staged: PlatformEvent[] = [];
+    const lost = await this.repo.failStale(new Date(this.now()), rules, this.stagingLost(staged));
     if (lost.length > 0) this.log.warn({ conversationIds: lost.map((r) => r.id), gatewayIds: [...new Set(lost.map((r) => r.gatewayId))] }, 'calls of lost gateways failed');
-    await this.announceLost(lost);
+    await this.announce(staged);
     return lost.length;
   }
 
-  private async announceLost(rows: ConversationRow[]): Promise<void> {
-    for (const row of rows) {
-      await this.emit('Error', row, errorData(row.id, GATEWAY_LOST, row.error?.message ?? 'The media gateway carrying this call stopped responding', false));
-      await this.emit('SessionEnded', row, sessionEndedData(row));
-    }
+  /**
+   * An in-transaction hook that builds the events of a written row and stages them in the
+   * outbox (webhook delivery); they are also collected into `into` for `announce`.
+   */
+  private staging(into: PlatformEvent[], eventsOf: (row: ConversationRow) => [EventKind, Record<string, unknown>][]): InTransaction<ConversationRow> {
+    return async (tx, row) => {
+      for (const [type, data] of eventsOf(row)) {
+        const event = buildEvent(type, row, data, this.now());
+        await this.outbox.stage(tx, event);
+        into.push(event);
+      }
+    };
   }
 
-  private async emit(type: 'SessionStarted' | 'SessionEnded' | 'Error', row: ConversationRow, data: Record<string, unknown>): Promise<void> {
-    try {
-      await publishEvent(this.bus, type, row.tenantId, row.agentId, data, this.now());
-    } catch (err) {
-      // The data is committed; a lost event must not fail the caller (the gateway would retry a stored call).
-      this.log.error({ err, type, conversationId: row.id }, 'platform event not published');
+  /** Lost calls: `Error` (gateway_lost) then `SessionEnded`, for each call. */
+  private stagingLost(into: PlatformEvent[]): InTransaction<ConversationRow[]> {
+    const one = this.staging(into, (row) => [
+      ['Error', errorData(row.id, GATEWAY_LOST, row.error?.message ?? 'The media gateway carrying this call stopped responding', false)],
+      ['SessionEnded', sessionEndedData(row)],
+    ]);
+    return async (tx, rows) => {
+      for (const row of rows) await one(tx, row);
+    };
+  }
+
+  /** After commit: wakes the local webhook dispatcher and publishes the events on the bus. */
+  private async announce(events: PlatformEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    this.outbox.wake();
+    for (const event of events) {
+      try {
+        await publishEvent(this.bus, event);
+      } catch (err) {
+        // The data and the webhook deliveries are committed; a lost bus event must not fail the caller.
+        this.log.error({ err, type: event.type, conversationId: event.data.conversationId }, 'platform event not published on the bus');
+      }
     }
   }
 }

@@ -1,8 +1,6 @@
 import { SUBJECTS, newId } from '@vap/shared';
-import type { Bus, Payload } from '@vap/shared';
+import type { Bus, EventKind, PlatformEvent } from '@vap/shared';
 import type { ConversationRow } from './repository.js';
-
-type EventType = Payload<'platformEvent'>['type'];
 
 /** The spec's `caller {phoneNumber, country}` of a conversation. */
 export function callerOf(row: ConversationRow): { phoneNumber: string | null; country: string | null } {
@@ -43,13 +41,16 @@ export function errorData(conversationId: string, errorCode: string, errorMessag
   return { conversationId, errorCode, errorMessage, recoverable };
 }
 
+/** A platform event in the spec's envelope, with a fresh `evt_` id. */
+export function buildEvent(type: EventKind, row: Pick<ConversationRow, 'tenantId' | 'agentId'>, data: Record<string, unknown>, nowMs: number): PlatformEvent {
+  return { id: newId('evt', nowMs), type, agentId: row.agentId, tenantId: row.tenantId, timestamp: new Date(nowMs).toISOString(), data };
+}
+
 /**
- * Publishes one platform event in the spec's envelope on `event.<tenant>.<agent>.<type>`.
- * Published after the data it describes is committed; the bus is at-most-once, so a
- * control plane that dies between commit and publish loses the event (the webhook
- * delivery issue adds an outbox if that matters).
+ * Publishes a platform event on `event.<tenant>.<agent>.<type>` for in-platform listeners.
+ * Called after the transaction that staged it for webhook delivery committed; the bus is
+ * at-most-once, webhook delivery is not (modules/webhooks).
  */
-export async function publishEvent(bus: Bus, type: EventType, tenantId: string, agentId: string, data: Record<string, unknown>, nowMs: number): Promise<void> {
-  const event: Payload<'platformEvent'> = { id: newId('evt', nowMs), type, agentId, tenantId, timestamp: new Date(nowMs).toISOString(), data };
-  await bus.publish('platformEvent', SUBJECTS.platformEvent.subject(tenantId, agentId, type), event);
+export async function publishEvent(bus: Bus, event: PlatformEvent): Promise<void> {
+  await bus.publish('platformEvent', SUBJECTS.platformEvent.subject(event.tenantId, event.agentId, event.type), event);
 }

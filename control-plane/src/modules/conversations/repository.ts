@@ -22,6 +22,9 @@ const GATEWAY_LOST_ERROR = { code: GATEWAY_LOST, message: 'The media gateway car
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
+/** Work done inside a state change's transaction, with the rows it wrote (the event outbox). */
+export type InTransaction<T> = (tx: Tx, rows: T) => Promise<void>;
+
 /** What a gateway's end record writes onto the conversation row. */
 export type FinalWrite = Pick<NewConversation, 'status' | 'endReason' | 'endedAt' | 'durationSeconds' | 'language' | 'costs' | 'costTotalUsd' | 'error'>;
 
@@ -83,6 +86,11 @@ function lostSet(now: Date) {
 export class ConversationRepository {
   constructor(private readonly db: Db) {}
 
+  /** Runs SQL outside any transaction (an event with no state change to join). */
+  get executor(): Pick<Db, 'execute'> {
+    return this.db;
+  }
+
   /** The agent a call asks for, with its tenant's status. */
   async agentForCall(tenantId: string, agentId: string): Promise<{ agent: AgentRow; tenantStatus: string } | undefined> {
     const [row] = await this.db
@@ -98,19 +106,24 @@ export class ConversationRepository {
    * (a retried `call.prepare`); `created` says which. Concurrent retries are safe: the
    * unique index on (provider, external_id) lets exactly one insert win.
    */
-  async createOrGet(values: NewConversation): Promise<{ row: ConversationRow; created: boolean }> {
-    const [row] = await this.db
-      .insert(conversations)
-      .values(values)
-      .onConflictDoNothing({ target: [conversations.provider, conversations.externalId] })
-      .returning();
-    if (row) return { row, created: true };
-    const [existing] = await this.db
-      .select()
-      .from(conversations)
-      .where(and(eq(conversations.provider, values.provider), eq(conversations.externalId, values.externalId)));
-    if (!existing) throw new Error('conversation vanished between insert and read');
-    return { row: existing, created: false };
+  async createOrGet(values: NewConversation, onCreated?: InTransaction<ConversationRow>): Promise<{ row: ConversationRow; created: boolean }> {
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx
+        .insert(conversations)
+        .values(values)
+        .onConflictDoNothing({ target: [conversations.provider, conversations.externalId] })
+        .returning();
+      if (row) {
+        await onCreated?.(tx, row);
+        return { row, created: true };
+      }
+      const [existing] = await tx
+        .select()
+        .from(conversations)
+        .where(and(eq(conversations.provider, values.provider), eq(conversations.externalId, values.externalId)));
+      if (!existing) throw new Error('conversation vanished between insert and read');
+      return { row: existing, created: false };
+    });
   }
 
   async find(tenantId: string, id: string): Promise<ConversationRow | undefined> {
@@ -184,6 +197,7 @@ export class ConversationRepository {
     conversationId: string,
     record: { messages: SessionMessage[]; turns: TranscriptTurn[] },
     decide: (row: ConversationRow, transcriptionModel: string | undefined) => FinalWrite,
+    onFinished?: InTransaction<ConversationRow>,
   ): Promise<FinishResult> {
     return this.db.transaction(async (tx) => {
       const [conv] = await tx
@@ -205,6 +219,7 @@ export class ConversationRepository {
         .set({ ...write, updatedAt: sql`now()` })
         .where(eq(conversations.id, conversationId))
         .returning();
+      await onFinished?.(tx, row!);
       return { kind: 'finished' as const, row: row!, previous: conv };
     });
   }
@@ -222,14 +237,18 @@ export class ConversationRepository {
    * started before `startedBefore` (younger calls may not have reached the list yet).
    * `status = 'in_progress'` in the UPDATE makes it safe for every control plane to run.
    */
-  async failMissing(gatewayId: string, activeConversationIds: string[], startedBefore: Date, now: Date): Promise<ConversationRow[]> {
+  async failMissing(gatewayId: string, activeConversationIds: string[], startedBefore: Date, now: Date, onFailed?: InTransaction<ConversationRow[]>): Promise<ConversationRow[]> {
     const where: SQL[] = [eq(conversations.status, 'in_progress'), eq(conversations.gatewayId, gatewayId), lt(conversations.startedAt, startedBefore)];
     if (activeConversationIds.length > 0) where.push(notInArray(conversations.id, activeConversationIds));
-    return this.db
-      .update(conversations)
-      .set(lostSet(now))
-      .where(and(...where))
-      .returning();
+    return this.db.transaction(async (tx) => {
+      const rows = await tx
+        .update(conversations)
+        .set(lostSet(now))
+        .where(and(...where))
+        .returning();
+      if (rows.length > 0) await onFailed?.(tx, rows);
+      return rows;
+    });
   }
 
   /**
@@ -238,10 +257,11 @@ export class ConversationRepository {
    * `neverSeenGraceMs` ago. Each conversation is failed once however many control planes
    * run this at the same moment: the UPDATE re-checks `status` under the row lock.
    */
-  async failStale(now: Date, opts: { staleFactor: number; neverSeenGraceMs: number }): Promise<ConversationRow[]> {
+  async failStale(now: Date, opts: { staleFactor: number; neverSeenGraceMs: number }, onFailed?: InTransaction<ConversationRow[]>): Promise<ConversationRow[]> {
     const at = now.toISOString();
     const c = conversations;
-    return this.db
+    return this.db.transaction(async (tx) => {
+      const rows = await tx
       .update(c)
       .set(lostSet(now))
       .where(
@@ -256,6 +276,9 @@ export class ConversationRepository {
         ),
       )
       .returning();
+      if (rows.length > 0) await onFailed?.(tx, rows);
+      return rows;
+    });
   }
 
   /** The agent's transcription model at the call's version (the STT price can depend on it). */

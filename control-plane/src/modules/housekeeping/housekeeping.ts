@@ -1,9 +1,12 @@
 import type { Logger } from 'pino';
+import type pg from 'pg';
+import { DeliveryQueue } from '../webhooks/delivery-queue.js';
 import type { IdempotencyStore } from '../idempotency/idempotency-store.js';
 import type { RateLimiter } from '../rate-limit/rate-limiter.js';
 
 /**
- * Periodic clean-up: expired idempotency records (24 h) and past rate-limit windows.
+ * Periodic clean-up: expired idempotency records (24 h), past rate-limit windows, and
+ * webhook events (with their delivery log) past the log retention.
  * Every replica may run it; the deletes are idempotent, so no coordination is needed,
  * and a restart loses nothing (the state it cleans is in Postgres).
  */
@@ -11,7 +14,17 @@ export class Housekeeping {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
 
-  constructor(private readonly deps: { idempotency: IdempotencyStore; rateLimiter: RateLimiter; log: Logger; intervalMs: number; now?: () => number }) {}
+  constructor(
+    private readonly deps: {
+      idempotency: IdempotencyStore;
+      rateLimiter: RateLimiter;
+      log: Logger;
+      intervalMs: number;
+      now?: () => number;
+      /** Webhook events older than `retentionDays` are deleted with their deliveries and attempts. */
+      webhookLog?: { pool: pg.Pool; retentionDays: number };
+    },
+  ) {}
 
   start(): void {
     this.timer = setInterval(() => void this.runOnce(), this.deps.intervalMs);
@@ -19,12 +32,15 @@ export class Housekeeping {
     void this.runOnce();
   }
 
-  async runOnce(): Promise<{ idempotencyKeys: number; rateLimitWindows: number }> {
+  async runOnce(): Promise<{ idempotencyKeys: number; rateLimitWindows: number; webhookEvents: number }> {
     const run = (async () => {
+      const nowMs = (this.deps.now ?? Date.now)();
       const idempotencyKeys = await this.deps.idempotency.purgeExpired();
-      const rateLimitWindows = await this.deps.rateLimiter.purge((this.deps.now ?? Date.now)());
-      if (idempotencyKeys + rateLimitWindows > 0) this.deps.log.debug({ idempotencyKeys, rateLimitWindows }, 'housekeeping purged');
-      return { idempotencyKeys, rateLimitWindows };
+      const rateLimitWindows = await this.deps.rateLimiter.purge(nowMs);
+      const log = this.deps.webhookLog;
+      const webhookEvents = log ? await new DeliveryQueue(log.pool).purgeBefore(new Date(nowMs - log.retentionDays * 86_400_000)) : 0;
+      if (idempotencyKeys + rateLimitWindows + webhookEvents > 0) this.deps.log.debug({ idempotencyKeys, rateLimitWindows, webhookEvents }, 'housekeeping purged');
+      return { idempotencyKeys, rateLimitWindows, webhookEvents };
     })();
     this.running = run.then(
       () => undefined,
