@@ -144,6 +144,38 @@ export const SUBJECTS = {
     }),
   },
   /**
+   * Something the agent did during a call that customers are told about (spec events
+   * `ToolCallCompleted`, `TransferInitiated`). The control plane checks the conversation,
+   * adds `conversationId` to `data` and stages the event for webhook delivery.
+   */
+  sessionEvent: {
+    subject: (tenantId: string, conversationId: string) => `session.${tenantId}.${conversationId}.event`,
+    wildcard: 'session.*.*.event',
+    schema: z.object({
+      conversationId: z.string(),
+      tenantId: z.string(),
+      agentId: z.string(),
+      at: z.string(),
+      event: z.discriminatedUnion('type', [
+        z.object({
+          type: z.literal('ToolCallCompleted'),
+          data: z.object({
+            toolName: z.string(),
+            toolType: z.string(),
+            input: z.record(z.string(), z.unknown()),
+            output: z.record(z.string(), z.unknown()),
+            latencyMs: z.number(),
+            success: z.boolean(),
+          }),
+        }),
+        z.object({
+          type: z.literal('TransferInitiated'),
+          data: z.object({ transferTo: z.string(), transferType: z.string(), reason: z.string(), summaryForAgent: z.string() }),
+        }),
+      ]),
+    }),
+  },
+  /**
    * A platform event (spec "Events" envelope), published by the control plane once the
    * data it describes is stored. The webhooks issue delivers these.
    */

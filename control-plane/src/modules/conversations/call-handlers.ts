@@ -47,6 +47,7 @@ export function subscribeCallHandlers(bus: Bus, calls: CallService, log: Logger,
     bus.subscribe('sessionMessage', SUBJECTS.sessionMessage.wildcard, guard('storing a session message', (p) => calls.recordMessage(p)), { queue }),
     bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, guard('storing a session end record', (p) => calls.end(p)), { queue }),
     bus.subscribe('sessionError', SUBJECTS.sessionError.wildcard, guard('relaying a session error', (p) => calls.reportError(p)), { queue }),
+    bus.subscribe('sessionEvent', SUBJECTS.sessionEvent.wildcard, guard('relaying a session event', (p) => calls.reportEvent(p)), { queue }),
     bus.subscribe('gatewayHeartbeat', SUBJECTS.gatewayHeartbeat.wildcard, guard('recording a gateway heartbeat', (p) => calls.heartbeat(p, settleMs))),
   ];
   return {

@@ -71,22 +71,22 @@ export class CallService {
     const staged: PlatformEvent[] = [];
     const { row, created } = await this.repo.createOrGet(
       {
-      id: newId('conv', nowMs),
-      tenantId: agent.tenantId,
-      agentId: agent.id,
-      agentName: agent.name,
-      agentVersion: agent.version,
-      channel: req.channel,
-      status: 'in_progress',
-      direction: req.direction,
-      provider: req.provider,
-      externalId: req.callSid,
-      callerPhone: caller.phoneNumber,
-      callerCountry: caller.country,
-      calledPhone: parsePhone(local).phoneNumber ?? local,
-      metadata: req.metadata,
-      gatewayId: req.gatewayId,
-      startedAt: new Date(nowMs),
+        id: newId('conv', nowMs),
+        tenantId: agent.tenantId,
+        agentId: agent.id,
+        agentName: agent.name,
+        agentVersion: agent.version,
+        channel: req.channel,
+        status: 'in_progress',
+        direction: req.direction,
+        provider: req.provider,
+        externalId: req.callSid,
+        callerPhone: caller.phoneNumber,
+        callerCountry: caller.country,
+        calledPhone: parsePhone(local).phoneNumber ?? local,
+        metadata: req.metadata,
+        gatewayId: req.gatewayId,
+        startedAt: new Date(nowMs),
       },
       this.staging(staged, (r) => [['SessionStarted', sessionStartedData(r)]]),
     );
@@ -132,19 +132,19 @@ export class CallService {
       rec.conversationId,
       rec,
       (row, transcriptionModel) => {
-      const direction = row.direction as CallDirection;
-      const costs = priceCall(rec.usage, direction, transcriptionModel ? { sttModel: transcriptionModel } : {});
-      unpriced = unpricedUsage(rec.usage, direction);
-      return {
-        status: rec.status,
-        endReason: rec.endReason,
-        endedAt: new Date(rec.endedAt),
-        durationSeconds: rec.durationSeconds,
-        language: rec.language,
-        costs,
-        costTotalUsd: costs.total,
-        error: rec.error,
-      };
+        const direction = row.direction as CallDirection;
+        const costs = priceCall(rec.usage, direction, transcriptionModel ? { sttModel: transcriptionModel } : {});
+        unpriced = unpricedUsage(rec.usage, direction);
+        return {
+          status: rec.status,
+          endReason: rec.endReason,
+          endedAt: new Date(rec.endedAt),
+          durationSeconds: rec.durationSeconds,
+          language: rec.language,
+          costs,
+          costTotalUsd: costs.total,
+          error: rec.error,
+        };
       },
       this.staging(staged, (r) => [['SessionEnded', sessionEndedData(r)]]),
     );
@@ -170,6 +170,18 @@ export class CallService {
       return;
     }
     const event = buildEvent('Error', row, errorData(row.id, err.errorCode, err.errorMessage, err.recoverable), this.now());
+    await this.outbox.stage(this.repo.executor, event);
+    await this.announce([event]);
+  }
+
+  /** Relays what the agent did (`ToolCallCompleted`, `TransferInitiated`) as a platform event. */
+  async reportEvent(msg: Payload<'sessionEvent'>): Promise<void> {
+    const row = await this.repo.find(msg.tenantId, msg.conversationId);
+    if (!row || row.agentId !== msg.agentId) {
+      this.log.warn({ tenantId: msg.tenantId, conversationId: msg.conversationId, type: msg.event.type }, 'event for an unknown conversation dropped');
+      return;
+    }
+    const event = buildEvent(msg.event.type, row, { conversationId: row.id, ...msg.event.data }, Date.parse(msg.at) || this.now());
     await this.outbox.stage(this.repo.executor, event);
     await this.announce([event]);
   }

@@ -262,20 +262,20 @@ export class ConversationRepository {
     const c = conversations;
     return this.db.transaction(async (tx) => {
       const rows = await tx
-      .update(c)
-      .set(lostSet(now))
-      .where(
-        and(
-          eq(c.status, 'in_progress'),
-          sql`(
-            exists (select 1 from ${gatewayHeartbeats} h
-                     where h.gateway_id = ${c.gatewayId}
-                       and h.last_seen_at < ${at}::timestamptz - (h.interval_ms * ${opts.staleFactor}::numeric) * interval '1 millisecond')
-            or (not exists (select 1 from ${gatewayHeartbeats} h where h.gateway_id = ${c.gatewayId})
-                and ${c.startedAt} < ${at}::timestamptz - ${opts.neverSeenGraceMs}::numeric * interval '1 millisecond'))`,
-        ),
-      )
-      .returning();
+        .update(c)
+        .set(lostSet(now))
+        .where(
+          and(
+            eq(c.status, 'in_progress'),
+            sql`(
+              exists (select 1 from ${gatewayHeartbeats} h
+                       where h.gateway_id = ${c.gatewayId}
+                         and h.last_seen_at < ${at}::timestamptz - (h.interval_ms * ${opts.staleFactor}::numeric) * interval '1 millisecond')
+              or (not exists (select 1 from ${gatewayHeartbeats} h where h.gateway_id = ${c.gatewayId})
+                  and ${c.startedAt} < ${at}::timestamptz - ${opts.neverSeenGraceMs}::numeric * interval '1 millisecond'))`,
+          ),
+        )
+        .returning();
       if (rows.length > 0) await onFailed?.(tx, rows);
       return rows;
     });
