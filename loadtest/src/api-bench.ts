@@ -6,7 +6,6 @@
  * fast the machine is. Loopback only; everything started here is stopped at the end.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startBareServer } from './bare-server.js';
 import type { BareServer } from './bare-server.js';
@@ -16,8 +15,9 @@ import { BenchConfigError, loadBenchConfig } from './config.js';
 import type { BenchConfig } from './config.js';
 import { runLoad } from './load-generator.js';
 import type { LoadSpec } from './load-generator.js';
+import { machineInfo } from './machine-info.js';
 import { buildReport, compare, figuresFrom, formatTable, reportFileName } from './report.js';
-import type { Comparison, MachineInfo, ScenarioFigures } from './report.js';
+import type { Comparison, ScenarioFigures } from './report.js';
 
 const AGENT_BODY = {
   name: 'Bench agent',
@@ -57,11 +57,6 @@ async function createAgent(platform: BenchPlatform): Promise<Record<string, unkn
   const body = (await res.json()) as Record<string, unknown>;
   if (res.status !== 201 || typeof body.id !== 'string') throw new Error(`creating the bench agent answered ${res.status}: ${JSON.stringify(body)}`);
   return body;
-}
-
-function machineInfo(): MachineInfo {
-  const cpus = os.cpus();
-  return { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', node: process.version, platform: os.platform(), arch: os.arch() };
 }
 
 async function bench(config: BenchConfig, started: { platform?: BenchPlatform; bare?: BareServer }): Promise<number> {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createLogger, loadConfig, startControlPlane } from '@vap/control-plane';
+import type { ControlPlaneConfig } from '@vap/control-plane';
 import { InProcessBus } from '@vap/shared';
 
 /** A control plane started for one benchmark run, on its own fresh database. */
@@ -14,6 +15,12 @@ export interface BenchPlatform {
   /** The bootstrap key: every scope, enterprise plan. */
   apiKey: string;
   databaseMode: 'external' | 'embedded';
+  /** The bootstrap tenant, owner of `apiKey`. */
+  tenantId: string;
+  /** The bench database (on DATABASE_URL's server or the embedded one), for a benchmark's own pool. */
+  databaseUrl: string;
+  /** The configuration the control plane runs with. */
+  config: ControlPlaneConfig;
   /** Stops the platform, then drops the bench database or removes the embedded one. */
   close(): Promise<void>;
 }
@@ -60,8 +67,9 @@ async function createBenchDatabase(serverUrl: string): Promise<{ url: string; dr
  * logs, the in-process bus and a fresh database, so bootstrap mints a full-scope key.
  * With `serverDatabaseUrl` a new database is created on that server (bootstrap only
  * happens on an empty one); without it an embedded Postgres runs in a temporary directory.
+ * `extraEnv` adds or overrides control-plane settings (e.g. WEBHOOK_CONCURRENCY).
  */
-export async function startBenchPlatform(serverDatabaseUrl: string | undefined): Promise<BenchPlatform> {
+export async function startBenchPlatform(serverDatabaseUrl: string | undefined, extraEnv: Record<string, string> = {}): Promise<BenchPlatform> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'vap-bench-'));
   const cleanups: Array<() => Promise<void>> = [async () => rmSync(dataDir, { recursive: true, force: true })];
   const cleanUp = async () => {
@@ -76,6 +84,7 @@ export async function startBenchPlatform(serverDatabaseUrl: string | undefined):
       BOOTSTRAP_TENANT_PLAN: 'enterprise',
       RATE_LIMIT_ENTERPRISE: RATE_LIMIT_PER_MINUTE,
       SECRET_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      ...extraEnv,
     };
     if (serverDatabaseUrl) {
       const db = await createBenchDatabase(serverDatabaseUrl);
@@ -90,8 +99,10 @@ export async function startBenchPlatform(serverDatabaseUrl: string | undefined):
     const cp = await startControlPlane(config, { bus, logger: createLogger(config.logLevel, 'bench') });
     cleanups.push(() => cp.close());
     const apiKey = cp.bootstrap?.apiKey;
-    if (!apiKey) throw new Error('the bench database was not empty: bootstrap minted no API key');
-    return { url: cp.url, apiKey, databaseMode: cp.databaseMode, close: cleanUp };
+    if (!apiKey || !cp.bootstrap) throw new Error('the bench database was not empty: bootstrap minted no API key');
+    const databaseUrl = cp.database.pool.options.connectionString;
+    if (!databaseUrl) throw new Error('the control plane pool has no connection string');
+    return { url: cp.url, apiKey, databaseMode: cp.databaseMode, tenantId: cp.bootstrap.tenantId, databaseUrl, config, close: cleanUp };
   } catch (err) {
     await cleanUp();
     throw err;

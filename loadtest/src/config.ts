@@ -59,3 +59,44 @@ export function loadBenchConfig(argv: string[] = process.argv.slice(2), env: Rec
   if (problems.length > 0) throw new BenchConfigError(problems);
   return Object.freeze({ durationSec, warmupSec: WARMUP_SEC, connections, serverDatabaseUrl });
 }
+
+/** What one run of the webhook benchmark does; parsed once at start (STYLE.md §7). */
+export interface WebhookBenchConfig {
+  /** Events staged in the burst (`--events`, default 500). */
+  events: number;
+  /** Webhooks subscribed to every event (`--webhooks`, default 4); each event is delivered once per webhook. */
+  webhooks: number;
+  /**
+   * Attempts in flight at once (WEBHOOK_CONCURRENCY, default 32, the control plane's own
+   * default): handed to the control plane and used as the baseline's connection count.
+   */
+  concurrency: number;
+  /** As {@link BenchConfig.serverDatabaseUrl}. */
+  serverDatabaseUrl: string | undefined;
+}
+
+// Bounds keep a run bounded in time: at most 2000 x 16 = 32 000 deliveries per phase.
+const MAX_EVENTS = 2000;
+const MAX_WEBHOOKS = 16;
+
+/**
+ * Reads `--events <n>`, `--webhooks <n>` and the environment (WEBHOOK_CONCURRENCY,
+ * DATABASE_URL), listing every problem at once.
+ */
+export function loadWebhookBenchConfig(argv: string[] = process.argv.slice(2), env: Record<string, string | undefined> = process.env): WebhookBenchConfig {
+  const args = argv.filter((a) => a !== '--');
+  let values: { events?: string; webhooks?: string };
+  try {
+    ({ values } = parseArgs({ args, options: { events: { type: 'string' }, webhooks: { type: 'string' } }, strict: true, allowPositionals: false }));
+  } catch (err) {
+    throw new BenchConfigError([err instanceof Error ? err.message : String(err)]);
+  }
+  const problems: string[] = [];
+  const events = intIn(values.events, '--events', 500, 1, MAX_EVENTS, problems);
+  const webhooks = intIn(values.webhooks, '--webhooks', 4, 1, MAX_WEBHOOKS, problems);
+  const concurrency = intIn(env.WEBHOOK_CONCURRENCY, 'WEBHOOK_CONCURRENCY', 32, 1, 1000, problems);
+  const serverDatabaseUrl = env.DATABASE_URL?.trim() || undefined;
+  if (serverDatabaseUrl !== undefined && !URL.canParse(serverDatabaseUrl)) problems.push('DATABASE_URL: must be a postgres:// URL');
+  if (problems.length > 0) throw new BenchConfigError(problems);
+  return Object.freeze({ events, webhooks, concurrency, serverDatabaseUrl });
+}

@@ -132,7 +132,8 @@ export function failuresOf(comparisons: Comparison[]): string[] {
   return out;
 }
 
-function fixed(n: number | null, digits: number): string {
+/** `n` with `digits` decimals; `-` for null, NaN or infinity. */
+export function fixed(n: number | null, digits: number): string {
   return n === null || !Number.isFinite(n) ? '-' : n.toFixed(digits);
 }
 
@@ -154,13 +155,18 @@ export function tableRows(comparisons: Comparison[]): string[][] {
   ]);
 }
 
-/** A plain-text table: first column left-aligned, the figures right-aligned. */
-export function formatTable(comparisons: Comparison[]): string {
-  const rows = [[...HEADERS], ...tableRows(comparisons)];
-  const widths = HEADERS.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+/** A plain-text table under `headers`: first column left-aligned, the others right-aligned. */
+export function textTable(headers: readonly string[], body: string[][]): string {
+  const rows = [[...headers], ...body];
+  const widths = headers.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ').trimEnd();
   const rule = widths.map((w) => '-'.repeat(w)).join('  ');
   return [line(rows[0]!), rule, ...rows.slice(1).map(line)].join('\n');
+}
+
+/** The API benchmark's table: each scenario with its ratios, then its bare baseline. */
+export function formatTable(comparisons: Comparison[]): string {
+  return textTable(HEADERS, tableRows(comparisons));
 }
 
 /** The JSON document written under `results/`. */
@@ -177,7 +183,7 @@ export function buildReport(input: { startedAt: Date; settings: BenchReport['set
   };
 }
 
-/** `api-bench-2026-01-02T03-04-05Z.json`: sortable and safe on every file system. */
-export function reportFileName(startedAt: Date): string {
-  return `api-bench-${startedAt.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-')}.json`;
+/** `<kind>-2026-01-02T03-04-05Z.json` (kind `api-bench` by default): sortable and safe on every file system. */
+export function reportFileName(startedAt: Date, kind = 'api-bench'): string {
+  return `${kind}-${startedAt.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/:/g, '-')}.json`;
 }

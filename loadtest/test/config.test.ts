@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BenchConfigError, loadBenchConfig } from '../src/config.js';
+import { BenchConfigError, loadBenchConfig, loadWebhookBenchConfig } from '../src/config.js';
 
 describe('loadBenchConfig', () => {
   it('runs 10 s on 10 connections with a 2 s warm-up and an embedded Postgres by default', () => {
@@ -33,5 +33,35 @@ describe('loadBenchConfig', () => {
 
   it('refuses unknown flags', () => {
     expect(() => loadBenchConfig(['--durations', '5'], {})).toThrow(BenchConfigError);
+  });
+});
+
+describe('loadWebhookBenchConfig', () => {
+  it('stages 500 events for 4 webhooks at the control plane\'s default concurrency of 32 by default', () => {
+    expect(loadWebhookBenchConfig([], {})).toEqual({ events: 500, webhooks: 4, concurrency: 32, serverDatabaseUrl: undefined });
+  });
+
+  it('reads --events, --webhooks (after a bare --), WEBHOOK_CONCURRENCY and DATABASE_URL', () => {
+    const c = loadWebhookBenchConfig(['--', '--events', '50', '--webhooks', '2'], { WEBHOOK_CONCURRENCY: '8', DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/postgres' });
+    expect(c).toEqual({ events: 50, webhooks: 2, concurrency: 8, serverDatabaseUrl: 'postgres://postgres@127.0.0.1:5432/postgres' });
+  });
+
+  it('keeps a run bounded: lists every out-of-range setting at once', () => {
+    let error: unknown;
+    try {
+      loadWebhookBenchConfig(['--events', '2001', '--webhooks', '0'], { WEBHOOK_CONCURRENCY: '1.5' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(BenchConfigError);
+    expect((error as BenchConfigError).problems).toEqual([
+      '--events: must be an integer from 1 to 2000 (got "2001")',
+      '--webhooks: must be an integer from 1 to 16 (got "0")',
+      'WEBHOOK_CONCURRENCY: must be an integer from 1 to 1000 (got "1.5")',
+    ]);
+  });
+
+  it('refuses the API benchmark\'s flags', () => {
+    expect(() => loadWebhookBenchConfig(['--duration', '5'], {})).toThrow(BenchConfigError);
   });
 });
