@@ -56,6 +56,9 @@ export const conversations = pgTable(
   (t) => [
     uniqueIndex('conversations_provider_external_key').on(t.provider, t.externalId),
     index('conversations_tenant_started_idx').on(t.tenantId, t.startedAt, t.id),
+    // The list's agent filter (the common one) walks this in start order; tags need GIN for @>.
+    index('conversations_tenant_agent_started_idx').on(t.tenantId, t.agentId, t.startedAt, t.id),
+    index('conversations_tags_idx').using('gin', t.tags),
     index('conversations_in_progress_idx').on(t.gatewayId).where(sql`status = 'in_progress'`),
   ],
 );

@@ -1,4 +1,4 @@
-import { and, asc, eq, lt, notInArray, sql } from 'drizzle-orm';
+import { and, arrayContains, asc, count, desc, eq, gte, lt, lte, notInArray, sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { sessionMessageSchema, transcriptTurnSchema } from '@vap/shared';
@@ -7,6 +7,9 @@ import { agentVersions } from '../../db/schema/agent-versions.js';
 import { agents } from '../../db/schema/agents.js';
 import { conversationMessages, conversations, gatewayHeartbeats, transcriptTurns } from '../../db/schema/conversations.js';
 import { tenants } from '../../db/schema/tenants.js';
+import { offsetOf } from '../../http/pagination.js';
+import { dateRange } from './schemas.js';
+import type { ListConversationsQuery } from './schemas.js';
 
 export type ConversationRow = typeof conversations.$inferSelect;
 export type NewConversation = typeof conversations.$inferInsert;
@@ -131,6 +134,63 @@ export class ConversationRepository {
       .select()
       .from(conversations)
       .where(and(eq(conversations.tenantId, tenantId), eq(conversations.id, id)));
+    return row;
+  }
+
+  /** One page of a tenant's conversations matching the list filters, with the total. */
+  async list(tenantId: string, q: ListConversationsQuery): Promise<{ rows: ConversationRow[]; total: number }> {
+    const c = conversations;
+    const { from, to } = dateRange(q.dateFrom, q.dateTo);
+    const where = and(
+      eq(c.tenantId, tenantId),
+      q.agentId ? eq(c.agentId, q.agentId) : undefined,
+      q.channel ? eq(c.channel, q.channel) : undefined,
+      q.status ? eq(c.status, q.status) : undefined,
+      q.direction ? eq(c.direction, q.direction) : undefined,
+      from ? gte(c.startedAt, from) : undefined,
+      to ? lte(c.startedAt, to) : undefined,
+      q.outcome ? eq(c.outcome, q.outcome) : undefined,
+      q.tags && q.tags.length > 0 ? arrayContains(c.tags, q.tags) : undefined,
+      q.minDuration !== undefined ? gte(c.durationSeconds, q.minDuration) : undefined,
+    );
+    const dir = q.sortOrder === 'asc' ? asc : desc;
+    // Unpriced and in-progress rows sort last either way.
+    const order = q.sortBy === 'durationSeconds' ? [sql`${c.durationSeconds} ${sql.raw(q.sortOrder)} nulls last`] : q.sortBy === 'cost' ? [sql`${c.costTotalUsd} ${sql.raw(q.sortOrder)} nulls last`] : [dir(c.startedAt)];
+    const [rows, [total]] = await Promise.all([
+      this.db
+        .select()
+        .from(c)
+        .where(where)
+        .orderBy(...order, dir(c.id))
+        .limit(q.pageSize)
+        .offset(offsetOf(q)),
+      this.db.select({ n: count() }).from(c).where(where),
+    ]);
+    return { rows, total: total?.n ?? 0 };
+  }
+
+  /** Adds tags (kept in first-seen order, without repeats); undefined when not found, 'too-many' past `max`. */
+  async addTags(tenantId: string, id: string, tags: string[], max: number): Promise<string[] | 'too-many' | undefined> {
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx
+        .select({ tags: conversations.tags })
+        .from(conversations)
+        .where(and(eq(conversations.tenantId, tenantId), eq(conversations.id, id)))
+        .for('update');
+      if (!row) return undefined;
+      const merged = [...new Set([...row.tags, ...tags])];
+      if (merged.length > max) return 'too-many';
+      await tx.update(conversations).set({ tags: merged, updatedAt: sql`now()` }).where(eq(conversations.id, id));
+      return merged;
+    });
+  }
+
+  async setOutcome(tenantId: string, id: string, outcome: string, notes: string | null): Promise<ConversationRow | undefined> {
+    const [row] = await this.db
+      .update(conversations)
+      .set({ outcome, outcomeNotes: notes, updatedAt: sql`now()` })
+      .where(and(eq(conversations.tenantId, tenantId), eq(conversations.id, id)))
+      .returning();
     return row;
   }
 

@@ -3,14 +3,45 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { problemResponses } from '../../http/problem.js';
 import { principalOf } from '../auth/access-control.js';
 import type { ConversationService } from './service.js';
-import { conversationIdParams, conversationSchema, costsSchema, messagesSchema, transcriptSchema } from './schemas.js';
+import { pageSchema } from '../../http/pagination.js';
+import {
+  addTagsBody,
+  conversationIdParams,
+  conversationSchema,
+  costsSchema,
+  listConversationsQuery,
+  messagesSchema,
+  outcomeResultSchema,
+  setOutcomeBody,
+  tagsResultSchema,
+  transcriptSchema,
+} from './schemas.js';
 
 const tags = ['Conversations'];
 const READ = { scope: 'conversations:read' } as const;
+const WRITE = { scope: 'conversations:write' } as const;
 
-/** The read side of the Conversations section (list, recording, analysis, tags, outcome and delete come with #7). */
+/** The Conversations section (recording, analysis and delete come with the rest of #7). */
 export const conversationRoutes: FastifyPluginAsync<{ service: ConversationService }> = async (app, { service }) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
+
+  r.get('/conversations', {
+    config: READ,
+    schema: { tags, summary: 'List conversations (filters combine with AND)', querystring: listConversationsQuery, response: { 200: pageSchema(conversationSchema), ...problemResponses(401, 403, 422, 429) } },
+    handler: async (req) => service.list(principalOf(req), req.query),
+  });
+
+  r.post('/conversations/:conversationId/tags', {
+    config: { ...WRITE, idempotent: true },
+    schema: { tags, summary: 'Add tags (repeats are ignored); answers all the tags', params: conversationIdParams, body: addTagsBody, response: { 200: tagsResultSchema, ...problemResponses(400, 401, 403, 404, 422, 429) } },
+    handler: async (req) => service.addTags(principalOf(req), req.params.conversationId, req.body.tags),
+  });
+
+  r.put('/conversations/:conversationId/outcome', {
+    config: WRITE,
+    schema: { tags, summary: 'Set the outcome and its notes', params: conversationIdParams, body: setOutcomeBody, response: { 200: outcomeResultSchema, ...problemResponses(400, 401, 403, 404, 422, 429) } },
+    handler: async (req) => service.setOutcome(principalOf(req), req.params.conversationId, req.body.outcome, req.body.notes),
+  });
 
   r.get('/conversations/:conversationId', {
     config: READ,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pageQueryShape } from '../../http/pagination.js';
 
 export const conversationIdParams = z.object({ conversationId: z.string().min(1) });
 
@@ -41,6 +42,7 @@ export const conversationSchema = z
     recording: recordingSchema,
     tags: z.array(z.string()),
     outcome: z.string().nullable(),
+    outcomeNotes: z.string().nullable().describe('Notes set with the outcome (not in the spec)'),
   })
   .meta({ id: 'Conversation' });
 
@@ -94,6 +96,67 @@ export const costsSchema = z
     }),
   })
   .meta({ id: 'ConversationCosts' });
+
+export const CHANNELS = ['phone', 'webrtc', 'webchat', 'sms', 'whatsapp', 'telegram'] as const;
+export const CONVERSATION_STATUSES = ['in_progress', 'completed', 'failed', 'abandoned'] as const;
+/** The spec's outcome values ("values seen"); the set is closed here so filters and reports agree. */
+export const OUTCOMES = ['resolved', 'escalated', 'callback_scheduled', 'unresolved', 'abandoned'] as const;
+export const MAX_TAGS = 50;
+const tag = z.string().trim().min(1, 'must not be empty').max(64, 'must be at most 64 characters');
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+/** `YYYY-MM-DD` (a whole UTC day) or an ISO 8601 instant with offset. */
+const isoDate = z.iso.date();
+const isoInstant = z.iso.datetime({ offset: true });
+const dateBound = z.string().refine((v) => isoDate.safeParse(v).success || isoInstant.safeParse(v).success, 'must be a date (YYYY-MM-DD) or an ISO 8601 timestamp');
+
+/** Start of `dateFrom`; for a date-only `dateTo`, the end of that day (both inclusive, UTC). */
+export function dateRange(from: string | undefined, to: string | undefined): { from: Date | undefined; to: Date | undefined } {
+  const toDate = to === undefined ? undefined : DATE_ONLY.test(to) ? new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000 - 1) : new Date(to);
+  return { from: from === undefined ? undefined : new Date(DATE_ONLY.test(from) ? `${from}T00:00:00Z` : from), to: toDate };
+}
+
+export const listConversationsQuery = z
+  .strictObject({
+    ...pageQueryShape,
+    agentId: z.string().min(1).optional(),
+    channel: z.enum(CHANNELS).optional(),
+    status: z.enum(CONVERSATION_STATUSES).optional(),
+    direction: z.enum(['inbound', 'outbound']).optional(),
+    dateFrom: dateBound.optional().describe('Conversations started at or after; a date means 00:00 UTC of that day'),
+    dateTo: dateBound.optional().describe('Conversations started at or before; a date means the whole day (UTC)'),
+    outcome: z.enum(OUTCOMES).optional(),
+    tags: z
+      .string()
+      .optional()
+      .transform((v, ctx) => {
+        if (v === undefined) return undefined;
+        const list = [...new Set(v.split(',').map((t) => t.trim()))];
+        if (list.some((t) => t.length === 0)) ctx.addIssue({ code: 'custom', message: 'must be a comma-separated list of non-empty tags' });
+        return list;
+      })
+      .describe('Comma list; a conversation must carry every tag listed'),
+    minDuration: z.coerce.number().int('must be a whole number of seconds').min(0, 'must be 0 or more').optional().describe('Seconds; conversations in progress (no duration yet) are left out'),
+    sortBy: z.enum(['startedAt', 'durationSeconds', 'cost']).default('startedAt'),
+  })
+  .superRefine((q, ctx) => {
+    const { from, to } = dateRange(q.dateFrom, q.dateTo);
+    if (from && to && from > to) ctx.addIssue({ code: 'custom', path: ['dateTo'], message: 'must not be before dateFrom' });
+  });
+export type ListConversationsQuery = z.infer<typeof listConversationsQuery>;
+
+export const addTagsBody = z.strictObject({
+  tags: z
+    .array(tag)
+    .min(1, 'must list at least one tag')
+    .max(MAX_TAGS, `must list at most ${MAX_TAGS} tags`),
+});
+export const setOutcomeBody = z.strictObject({
+  outcome: z.enum(OUTCOMES),
+  notes: z.string().max(2000, 'must be at most 2000 characters').nullable().optional().describe('Free text; absent or null clears the notes'),
+});
+export const tagsResultSchema = z.object({ conversationId: z.string(), tags: z.array(z.string()) }).meta({ id: 'ConversationTags' });
+export const outcomeResultSchema = z.object({ conversationId: z.string(), outcome: z.enum(OUTCOMES), notes: z.string().nullable() }).meta({ id: 'ConversationOutcome' });
 
 export type ConversationView = z.infer<typeof conversationSchema>;
 export type MessagesView = z.infer<typeof messagesSchema>;

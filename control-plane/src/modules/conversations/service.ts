@@ -1,8 +1,10 @@
-import { AppError } from '@vap/shared';
+import { AppError, validationError } from '@vap/shared';
+import { toPage } from '../../http/pagination.js';
 import type { Principal } from '../auth/principal.js';
 import { callerOf, costSummaryOf } from './events.js';
 import type { ConversationRepository, ConversationRow } from './repository.js';
-import type { ConversationView, CostsView, MessagesView, TranscriptView } from './schemas.js';
+import { MAX_TAGS } from './schemas.js';
+import type { ConversationView, CostsView, ListConversationsQuery, MessagesView, OUTCOMES, TranscriptView } from './schemas.js';
 
 function notFound(id: string): AppError {
   return new AppError('conversation-not-found', `Conversation ${id} was not found.`);
@@ -17,6 +19,26 @@ const int = (v: unknown): number | null => (typeof v === 'number' && Number.isIn
  */
 export class ConversationService {
   constructor(private readonly deps: { repo: ConversationRepository }) {}
+
+  async list(p: Principal, q: ListConversationsQuery) {
+    const { rows, total } = await this.deps.repo.list(p.tenantId, q);
+    return toPage(rows.map(view), total, q);
+  }
+
+  /** Adds tags, de-duplicated; answers the conversation's tags. */
+  async addTags(p: Principal, id: string, tags: string[]): Promise<{ conversationId: string; tags: string[] }> {
+    const result = await this.deps.repo.addTags(p.tenantId, id, tags.map((t) => t.trim()), MAX_TAGS);
+    if (result === undefined) throw notFound(id);
+    if (result === 'too-many') throw validationError('tags', `a conversation carries at most ${MAX_TAGS} tags`);
+    return { conversationId: id, tags: result };
+  }
+
+  /** Sets (replaces) the outcome and its notes. */
+  async setOutcome(p: Principal, id: string, outcome: (typeof OUTCOMES)[number], notes: string | null | undefined) {
+    const row = await this.deps.repo.setOutcome(p.tenantId, id, outcome, notes ?? null);
+    if (!row) throw notFound(id);
+    return { conversationId: row.id, outcome, notes: row.outcomeNotes };
+  }
 
   async get(p: Principal, id: string): Promise<ConversationView> {
     return view(await this.load(p, id));
@@ -88,5 +110,6 @@ function view(row: ConversationRow): ConversationView {
       : { available: false, durationSeconds: null, format: null, expiresAt: null },
     tags: row.tags,
     outcome: row.outcome,
+    outcomeNotes: row.outcomeNotes,
   };
 }

@@ -1,0 +1,2 @@
+CREATE INDEX "conversations_tenant_agent_started_idx" ON "conversations" USING btree ("tenant_id","agent_id","started_at","id");--> statement-breakpoint
+CREATE INDEX "conversations_tags_idx" ON "conversations" USING gin ("tags");
