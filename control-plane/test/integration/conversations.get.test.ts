@@ -28,6 +28,7 @@ describe('GET /api/v1/conversations/{conversationId}', () => {
       recording: { available: false, durationSeconds: null, format: null, expiresAt: null },
       tags: [],
       outcome: null,
+      outcomeNotes: null,
     });
     expect(new Date(body.startedAt).toISOString()).toBe(body.startedAt);
   });

@@ -135,7 +135,10 @@ export class WebhookService {
     if (result === undefined) throw new AppError('not-found', `Delivery ${deliveryId} of webhook ${id} was not found.`);
     if (result === 'busy') throw new AppError('invalid-state', `Delivery ${deliveryId} is still pending; it can be replayed once delivered or failed.`);
     this.deps.wake?.();
-    return this.delivery(p, id, deliveryId);
+    // The state the replay created (a dispatcher may already be sending it), with the log so far.
+    const found = await this.deps.repo.delivery(id, deliveryId);
+    const attempts = (found?.attempts ?? []).filter((a) => a.attempt <= result.totalAttempts);
+    return { ...deliveryView(result, attempts), payload: JSON.parse(found?.body ?? '{}') as Record<string, unknown> };
   }
 
   private async found(p: Principal, id: string): Promise<WebhookRow> {
