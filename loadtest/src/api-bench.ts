@@ -18,6 +18,7 @@ import type { LoadSpec } from './load-generator.js';
 import { machineInfo } from './machine-info.js';
 import { buildReport, compare, figuresFrom, formatTable, reportFileName } from './report.js';
 import type { Comparison, ScenarioFigures } from './report.js';
+import { runBounded } from './run-bounded.js';
 
 const AGENT_BODY = {
   name: 'Bench agent',
@@ -116,31 +117,13 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const started: { platform?: BenchPlatform; bare?: BareServer } = {};
-  let closing: Promise<void> | undefined;
-  const shutDown = () =>
-    (closing ??= (async () => {
-      await started.bare?.close().catch(() => undefined);
-      await started.platform?.close();
-    })());
+  const shutDown = async () => {
+    await started.bare?.close().catch(() => undefined);
+    await started.platform?.close();
+  };
 
   const budgetMs = 4 * (config.warmupSec + config.durationSec) * 1000 + OVERHEAD_MS;
-  const deadline = setTimeout(() => {
-    console.error(`benchmark overran its ${Math.round(budgetMs / 1000)} s budget; stopping`);
-    void shutDown().finally(() => process.exit(1));
-  }, budgetMs);
-  process.once('SIGINT', () => void shutDown().finally(() => process.exit(130)));
-  process.once('SIGTERM', () => void shutDown().finally(() => process.exit(143)));
-
-  let code = 1;
-  try {
-    code = await bench(config, started);
-  } catch (err) {
-    console.error('benchmark failed:', err);
-  } finally {
-    await shutDown();
-    clearTimeout(deadline);
-  }
-  process.exit(code);
+  await runBounded({ budgetMs, run: () => bench(config, started), shutDown });
 }
 
 void main();

@@ -29,6 +29,7 @@ import { machineInfo } from './machine-info.js';
 import { reportFileName } from './report.js';
 import { buildWebhookReport, formatWebhookTable, ratePerSec, summariseDelays } from './webhook-report.js';
 import type { DeliveryPhaseFigures } from './webhook-report.js';
+import { runBounded } from './run-bounded.js';
 
 const AGENT_BODY = {
   name: 'Webhook bench agent',
@@ -272,34 +273,16 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const started: Started = {};
-  let closing: Promise<void> | undefined;
-  const shutDown = () =>
-    (closing ??= (async () => {
-      await started.database?.close().catch(() => undefined);
-      // The platform first: its dispatcher may still be sending to the receiver.
-      await started.platform?.close();
-      await started.receiver?.close().catch(() => undefined);
-    })());
+  const shutDown = async () => {
+    await started.database?.close().catch(() => undefined);
+    // The platform first: its dispatcher may still be sending to the receiver.
+    await started.platform?.close();
+    await started.receiver?.close().catch(() => undefined);
+  };
 
   const total = config.events * config.webhooks;
   const budgetMs = 2 * deliveryTimeoutMs(total) + 2 * deliveryTimeoutMs(WARMUP_EVENTS * config.webhooks) + OVERHEAD_MS;
-  const deadline = setTimeout(() => {
-    console.error(`benchmark overran its ${Math.round(budgetMs / 1000)} s budget; stopping`);
-    void shutDown().finally(() => process.exit(1));
-  }, budgetMs);
-  process.once('SIGINT', () => void shutDown().finally(() => process.exit(130)));
-  process.once('SIGTERM', () => void shutDown().finally(() => process.exit(143)));
-
-  let code = 1;
-  try {
-    code = await bench(config, started);
-  } catch (err) {
-    console.error('benchmark failed:', err);
-  } finally {
-    await shutDown();
-    clearTimeout(deadline);
-  }
-  process.exit(code);
+  await runBounded({ budgetMs, run: () => bench(config, started), shutDown });
 }
 
 void main();

@@ -10,7 +10,7 @@ import { webhooks } from '../../src/db/schema/webhooks.js';
 import type { WebhookDispatcher } from '../../src/modules/webhooks/webhook-dispatcher.js';
 import { SecretBox } from '../../src/secret-box.js';
 import { TEST_SECRET_KEY, call } from '../helpers.js';
-import { emit, startDispatcher } from './webhooks.fixtures.js';
+import { emit, startDispatcher, until } from './webhooks.fixtures.js';
 import { webhookWorld } from './webhooks.world.js';
 
 const w = webhookWorld();
@@ -37,14 +37,6 @@ const log = async (webhookId: string, query = '') => {
   expect(res.statusCode).toBe(200);
   return res.json();
 };
-async function until(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('webhook delivery', () => {
   it('POSTs the envelope signed as the spec says; the exported verifier and plain node:crypto both accept it', async () => {
     const hook = await w.webhook('/signed', { secret: 'a-known-signing-secret-42' });

@@ -114,4 +114,13 @@ export async function emit(database: Database, outbox: EventOutbox, where: { ten
   return event;
 }
 
+/** Polls `check` every 20 ms until it holds; throws after `timeoutMs`. */
+export async function until(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 export { EventOutbox };

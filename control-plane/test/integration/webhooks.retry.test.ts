@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { call } from '../helpers.js';
-import { emit, startDispatcher } from './webhooks.fixtures.js';
+import { emit, startDispatcher, until } from './webhooks.fixtures.js';
 import { webhookWorld } from './webhooks.world.js';
 
 const w = webhookWorld();
@@ -18,14 +18,6 @@ async function deliveryOf(webhookId: string, deliveryId: string) {
   const res = await call(w.t.app, w.tenant.key, 'GET', `/api/v1/webhooks/${webhookId}/deliveries/${deliveryId}`);
   expect(res.statusCode).toBe(200);
   return res.json();
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe('webhook retry schedule', () => {

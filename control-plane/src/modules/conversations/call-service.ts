@@ -164,24 +164,25 @@ export class CallService {
 
   /** Relays a gateway's error as the platform event `Error` (conversation checked first). */
   async reportError(err: Payload<'sessionError'>): Promise<void> {
-    const row = await this.repo.find(err.tenantId, err.conversationId);
-    if (!row) {
-      this.log.warn({ tenantId: err.tenantId, conversationId: err.conversationId }, 'error for an unknown conversation dropped');
-      return;
-    }
-    const event = buildEvent('Error', row, errorData(row.id, err.errorCode, err.errorMessage, err.recoverable), this.now());
-    await this.outbox.stage(this.repo.executor, event);
-    await this.announce([event]);
+    await this.relay(err, 'Error', (row) => errorData(row.id, err.errorCode, err.errorMessage, err.recoverable), this.now());
   }
 
   /** Relays what the agent did (`ToolCallCompleted`, `TransferInitiated`) as a platform event. */
   async reportEvent(msg: Payload<'sessionEvent'>): Promise<void> {
-    const row = await this.repo.find(msg.tenantId, msg.conversationId);
-    if (!row || row.agentId !== msg.agentId) {
-      this.log.warn({ tenantId: msg.tenantId, conversationId: msg.conversationId, type: msg.event.type }, 'event for an unknown conversation dropped');
+    await this.relay(msg, msg.event.type, (row) => ({ conversationId: row.id, ...msg.event.data }), Date.parse(msg.at) || this.now());
+  }
+
+  /**
+   * A gateway-reported event with no state change: checked against the conversation (an
+   * unknown one, or one of another agent, is dropped), staged on its own, then announced.
+   */
+  private async relay(from: { tenantId: string; conversationId: string; agentId: string }, type: EventKind, dataOf: (row: ConversationRow) => Record<string, unknown>, atMs: number): Promise<void> {
+    const row = await this.repo.find(from.tenantId, from.conversationId);
+    if (!row || row.agentId !== from.agentId) {
+      this.log.warn({ tenantId: from.tenantId, conversationId: from.conversationId, type }, 'event for an unknown conversation dropped');
       return;
     }
-    const event = buildEvent(msg.event.type, row, { conversationId: row.id, ...msg.event.data }, Date.parse(msg.at) || this.now());
+    const event = buildEvent(type, row, dataOf(row), atMs);
     await this.outbox.stage(this.repo.executor, event);
     await this.announce([event]);
   }

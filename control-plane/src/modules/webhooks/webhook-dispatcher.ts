@@ -84,11 +84,6 @@ export class WebhookDispatcher {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
-  /** Attempts in flight in this process. */
-  get activeAttempts(): number {
-    return this.inFlight.size;
-  }
-
   private async listen(): Promise<void> {
     let client: pg.PoolClient | undefined;
     let released = false;
