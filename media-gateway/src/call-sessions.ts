@@ -233,6 +233,7 @@ export class CallSessions {
         telephony: { provider: leg.provider, seconds: Math.round(durationMs / 10) / 100 },
       },
       error: outcome?.error ?? failure?.error ?? null,
+      recording: null,
     });
   }
 

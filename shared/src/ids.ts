@@ -23,6 +23,7 @@ export const ID_PREFIXES = {
   msg: 'conversation message (internal)',
   turn: 'transcript turn (internal)',
   gw: 'media gateway instance (internal)',
+  job: 'background job (internal)',
 } as const;
 
 export type IdPrefix = keyof typeof ID_PREFIXES;

@@ -15,3 +15,4 @@ export * from './webhooks/webhook-signature.js';
 export * from './webhooks/delivery-deduper.js';
 export * from './net/outbound-guard.js';
 export * from './net/guarded-post.js';
+export * from './storage/object-store.js';

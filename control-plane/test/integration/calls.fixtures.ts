@@ -142,6 +142,7 @@ export function endedRecord(tenantId: string, agentId: string, conversationId: s
       telephony: { provider: 'twilio', seconds: 95 },
     },
     error: null,
+    recording: null,
     ...overrides,
   };
 }

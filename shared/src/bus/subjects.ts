@@ -41,6 +41,18 @@ export const sessionUsageSchema = z.object({
   telephony: z.object({ provider: z.string(), seconds: z.number().min(0) }),
 });
 
+/** A recording the gateway stored (object store key relative to the store's root). */
+export const callRecordingSchema = z.object({
+  key: z.string().min(1),
+  format: z.enum(['mp3', 'wav']),
+  /** 2: caller left, agent right; 1: both mixed. */
+  channels: z.union([z.literal(1), z.literal(2)]),
+  durationSeconds: z.number().min(0),
+  sizeBytes: z.number().int().min(0),
+  /** The agent's `recording.storageRetentionDays` when the call started. */
+  retentionDays: z.number().int().min(1),
+});
+
 export const conversationStatusSchema = z.enum(['in_progress', 'completed', 'failed', 'abandoned']);
 
 /** The agent a gateway runs for one call: a snapshot taken when the call starts. */
@@ -127,6 +139,8 @@ export const SUBJECTS = {
       turns: z.array(transcriptTurnSchema),
       usage: sessionUsageSchema,
       error: z.object({ code: z.string(), message: z.string() }).nullable(),
+      /** The call's recording, already in the recording store; null when the agent does not record or it failed. */
+      recording: callRecordingSchema.nullable().default(null),
     }),
   },
   /** A provider failed during a call (spec event `Error`). */

@@ -14,6 +14,20 @@ export interface StoredCosts {
   telephony: { provider: string; minutes: number; cost: number };
 }
 
+/** The recording of a call as stored (spec "Conversation.recording" plus what the store needs). */
+export interface StoredRecording {
+  available: boolean;
+  format: 'mp3' | 'wav';
+  /** 2 = stereo (caller left, agent right), 1 = mono mix. */
+  channels: 1 | 2;
+  durationSeconds: number;
+  sizeBytes: number;
+  /** When the retention job deletes it (ISO 8601); the spec's `expiresAt`. */
+  expiresAt: string | null;
+  /** Set when the retention job deleted the object. */
+  deletedAt?: string;
+}
+
 /**
  * One call or chat (spec "Conversation"). `agent_id` is not a foreign key: conversations
  * outlive a deleted agent ("conversations kept"), with its name copied here.
@@ -50,7 +64,11 @@ export const conversations = pgTable(
     outcome: text('outcome'),
     outcomeNotes: text('outcome_notes'),
     analysis: jsonb('analysis').$type<Record<string, unknown>>(),
-    recording: jsonb('recording').$type<Record<string, unknown>>(),
+    recording: jsonb('recording').$type<StoredRecording>(),
+    /** Object key of the stored recording in the recording store; null when none is stored. */
+    recordingKey: text('recording_key'),
+    /** When the retention job deletes the recording (`recording.storageRetentionDays` after the call). */
+    recordingExpiresAt: timestamp('recording_expires_at', { withTimezone: true, mode: 'date' }),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
   (t) => [
@@ -60,6 +78,7 @@ export const conversations = pgTable(
     index('conversations_tenant_agent_started_idx').on(t.tenantId, t.agentId, t.startedAt, t.id),
     index('conversations_tags_idx').using('gin', t.tags),
     index('conversations_in_progress_idx').on(t.gatewayId).where(sql`status = 'in_progress'`),
+    index('conversations_recording_expiry_idx').on(t.recordingExpiresAt).where(sql`recording_key IS NOT NULL`),
   ],
 );
 

@@ -8,3 +8,5 @@ export * from './rate-limit-windows.js';
 export * from './phone-numbers.js';
 export * from './conversations.js';
 export * from './webhooks.js';
+export * from './jobs.js';
+export * from './usage.js';

@@ -2,6 +2,7 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Logger } from 'pino';
 import { agentConfigSchema, newId, priceCall, unpricedUsage } from '@vap/shared';
 import type { Bus, CallDirection, EventKind, Payload, PlatformEvent, ReplyPayload, RequestPayload } from '@vap/shared';
+import type { StoredRecording } from '../../db/schema/conversations.js';
 import type { SecretBox } from '../../secret-box.js';
 import type { EventOutbox } from '../webhooks/event-outbox.js';
 import { buildEvent, errorData, publishEvent, sessionEndedData, sessionStartedData } from './events.js';
@@ -13,6 +14,17 @@ export function parsePhone(raw: string | null): { phoneNumber: string | null; co
   const n = raw ? parsePhoneNumberFromString(raw.trim()) : undefined;
   if (!n || !n.isPossible()) return { phoneNumber: null, country: null };
   return { phoneNumber: n.number, country: n.country ?? null };
+}
+
+/** The conversation columns of a stored recording; retention counts from the end of the call. */
+export function recordingFields(rec: Payload<'sessionEnded'>['recording'], endedAt: Date): { recording: StoredRecording | null; recordingKey: string | null; recordingExpiresAt: Date | null } {
+  if (!rec) return { recording: null, recordingKey: null, recordingExpiresAt: null };
+  const expiresAt = new Date(endedAt.getTime() + rec.retentionDays * 86_400_000);
+  return {
+    recording: { available: true, format: rec.format, channels: rec.channels, durationSeconds: rec.durationSeconds, sizeBytes: rec.sizeBytes, expiresAt: expiresAt.toISOString() },
+    recordingKey: rec.key,
+    recordingExpiresAt: expiresAt,
+  };
 }
 
 /** Rules of the watchdog; see docs/api.md "Conversations (voice loop)". */
@@ -38,9 +50,16 @@ export class CallService {
   private readonly log: Logger;
   private readonly now: () => number;
   private readonly outbox: EventOutbox;
+  private readonly onFinished: InTransaction<ConversationRow>[];
 
-  constructor(deps: { repo: ConversationRepository; bus: Bus; secrets: SecretBox; log: Logger; outbox: EventOutbox; now?: () => number }) {
+  /**
+   * @param deps.onFinished hooks run inside the transaction that stores a call's end record
+   *   (after the row is written): durable follow-up work such as post-call analysis is
+   *   enqueued there, so it exists exactly when the call's data does.
+   */
+  constructor(deps: { repo: ConversationRepository; bus: Bus; secrets: SecretBox; log: Logger; outbox: EventOutbox; now?: () => number; onFinished?: InTransaction<ConversationRow>[] }) {
     this.repo = deps.repo;
+    this.onFinished = deps.onFinished ?? [];
     this.outbox = deps.outbox;
     this.bus = deps.bus;
     this.secrets = deps.secrets;
@@ -144,9 +163,13 @@ export class CallService {
           costs,
           costTotalUsd: costs.total,
           error: rec.error,
+          ...recordingFields(rec.recording, new Date(rec.endedAt)),
         };
       },
-      this.staging(staged, (r) => [['SessionEnded', sessionEndedData(r)]]),
+      async (tx, row) => {
+        for (const hook of this.onFinished) await hook(tx, row);
+        await this.staging(staged, (r) => [['SessionEnded', sessionEndedData(r)]])(tx, row);
+      },
     );
     if (result.kind === 'unknown') {
       log.warn('end record for an unknown conversation dropped');

@@ -29,7 +29,7 @@ type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 export type InTransaction<T> = (tx: Tx, rows: T) => Promise<void>;
 
 /** What a gateway's end record writes onto the conversation row. */
-export type FinalWrite = Pick<NewConversation, 'status' | 'endReason' | 'endedAt' | 'durationSeconds' | 'language' | 'costs' | 'costTotalUsd' | 'error'>;
+export type FinalWrite = Pick<NewConversation, 'status' | 'endReason' | 'endedAt' | 'durationSeconds' | 'language' | 'costs' | 'costTotalUsd' | 'error' | 'recording' | 'recordingKey' | 'recordingExpiresAt'>;
 
 export type FinishResult =
   | { kind: 'unknown' }
