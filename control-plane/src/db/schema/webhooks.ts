@@ -39,10 +39,12 @@ export const webhookEvents = pgTable(
     tenantId: text('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
     agentId: text('agent_id').notNull(),
     type: text('type').$type<EventKind>().notNull(),
+    /** The conversation the event is about: deleting a conversation deletes its events (their bodies hold its data). */
+    conversationId: text('conversation_id'),
     body: text('body').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
   },
-  (t) => [index('webhook_events_created_idx').on(t.createdAt)],
+  (t) => [index('webhook_events_created_idx').on(t.createdAt), index('webhook_events_conversation_idx').on(t.conversationId)],
 );
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';

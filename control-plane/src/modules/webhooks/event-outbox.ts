@@ -33,8 +33,8 @@ export class EventOutbox {
         select id from webhooks
          where tenant_id = ${event.tenantId} and agent_id = ${event.agentId} and enabled and ${event.type} = any(events)
       ), ev as (
-        insert into webhook_events (id, tenant_id, agent_id, type, body, created_at)
-        select ${event.id}, ${event.tenantId}, ${event.agentId}, ${event.type}, ${body}, ${at}::timestamptz
+        insert into webhook_events (id, tenant_id, agent_id, type, conversation_id, body, created_at)
+        select ${event.id}, ${event.tenantId}, ${event.agentId}, ${event.type}, ${conversationIdOf(event)}, ${body}, ${at}::timestamptz
          where exists (select 1 from targets)
         returning id
       ), d as (
@@ -54,4 +54,9 @@ export class EventOutbox {
   wake(): void {
     for (const fn of this.listeners) fn();
   }
+}
+
+function conversationIdOf(event: PlatformEvent): string | null {
+  const id = event.data['conversationId'];
+  return typeof id === 'string' ? id : null;
 }
