@@ -18,3 +18,4 @@ export * from './net/guarded-post.js';
 export * from './storage/object-store.js';
 export * from './storage/local-object-store.js';
 export * from './storage/object-store-config.js';
+export * from './storage/s3-object-store.js';

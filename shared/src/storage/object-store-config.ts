@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { LocalObjectStore } from './local-object-store.js';
+import { S3ObjectStore } from './s3-object-store.js';
 import type { ObjectStore, ObjectStoreConfig } from './object-store.js';
 
 /** The recording store's configuration is invalid; `problems` names each variable at fault. */
@@ -86,7 +87,7 @@ export function createObjectStore(config: ObjectStoreConfig): ObjectStore {
     case 'local':
       return new LocalObjectStore(config.directory);
     case 's3':
-      throw new Error('the S3 recording store is not built yet (RECORDINGS_STORE=s3)');
+      return new S3ObjectStore(config);
   }
 }
 
