@@ -8,8 +8,12 @@ export interface RouteAccess {
    * `null`: public, no credential.
    */
   scope?: Scope | false | null;
-  /** A permission needed beyond the scope (API keys hold it as a flag). */
-  permission?: 'canManageApiKeys';
+  /**
+   * A permission needed beyond the scope. API keys hold `canManageApiKeys` as a flag and
+   * `canDeleteConversations` always (the `conversations:write` scope decides); users hold
+   * them as their permissions (spec "User").
+   */
+  permission?: 'canManageApiKeys' | 'canDeleteConversations';
   /** POSTs that create or act: `Idempotency-Key` is honoured. */
   idempotent?: boolean;
 }

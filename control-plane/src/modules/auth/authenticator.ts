@@ -79,6 +79,7 @@ export class Authenticator {
         rateLimitPerMinute: row.rate_limit_per_minute,
         scopes: new Set(row.scopes),
         canManageApiKeys: row.can_manage_api_keys,
+        canDeleteConversations: true,
       },
     };
   }

@@ -12,6 +12,8 @@ export interface Principal {
   rateLimitPerMinute: number | null;
   scopes: ReadonlySet<Scope>;
   canManageApiKeys: boolean;
+  /** Users: their `permissions.canDeleteConversations`; API keys: always (their scope decides). */
+  canDeleteConversations: boolean;
 }
 
 /** Result of reading a credential: a principal, or why it was refused (for the 401 detail). */

@@ -6,7 +6,10 @@ import type { Db } from '../../db/database.js';
 import { agentVersions } from '../../db/schema/agent-versions.js';
 import { agents } from '../../db/schema/agents.js';
 import { conversationMessages, conversations, gatewayHeartbeats, transcriptTurns } from '../../db/schema/conversations.js';
+import { jobs } from '../../db/schema/jobs.js';
 import { tenants } from '../../db/schema/tenants.js';
+import { deletedConversationUsage } from '../../db/schema/usage.js';
+import { webhookEvents } from '../../db/schema/webhooks.js';
 import { offsetOf } from '../../http/pagination.js';
 import { dateRange } from './schemas.js';
 import type { ListConversationsQuery } from './schemas.js';
@@ -24,6 +27,38 @@ export const GATEWAY_LOST = 'gateway_lost';
 const GATEWAY_LOST_ERROR = { code: GATEWAY_LOST, message: 'The media gateway carrying this call stopped responding' };
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+/** The list's filters as one condition; agent statistics use the same, so both agree. */
+function listWhere(tenantId: string, q: Partial<Omit<ListConversationsQuery, 'page' | 'pageSize' | 'sortBy' | 'sortOrder'>>): SQL | undefined {
+  const c = conversations;
+  const { from, to } = dateRange(q.dateFrom, q.dateTo);
+  return and(
+    eq(c.tenantId, tenantId),
+    q.agentId ? eq(c.agentId, q.agentId) : undefined,
+    q.channel ? eq(c.channel, q.channel) : undefined,
+    q.status ? eq(c.status, q.status) : undefined,
+    q.direction ? eq(c.direction, q.direction) : undefined,
+    from ? gte(c.startedAt, from) : undefined,
+    to ? lte(c.startedAt, to) : undefined,
+    q.outcome ? eq(c.outcome, q.outcome) : undefined,
+    q.tags && q.tags.length > 0 ? arrayContains(c.tags, q.tags) : undefined,
+    q.minDuration !== undefined ? gte(c.durationSeconds, q.minDuration) : undefined,
+  );
+}
+
+/** Agent statistics as computed in SQL (see `ConversationRepository.agentStats`). */
+export interface AgentStatsRow {
+  total: number;
+  totalDurationSeconds: number;
+  avgDurationSeconds: number | null;
+  totalCostUsd: number;
+  avgCostUsd: number | null;
+  avgSentimentScore: number | null;
+  byChannel: Record<string, number> | null;
+  byOutcome: Record<string, number> | null;
+}
+
+export type DeleteResult = { kind: 'deleted'; recordingKey: string | null } | { kind: 'not-found' } | { kind: 'in-progress' };
 
 /** Work done inside a state change's transaction, with the rows it wrote (the event outbox). */
 export type InTransaction<T> = (tx: Tx, rows: T) => Promise<void>;
@@ -140,19 +175,7 @@ export class ConversationRepository {
   /** One page of a tenant's conversations matching the list filters, with the total. */
   async list(tenantId: string, q: ListConversationsQuery): Promise<{ rows: ConversationRow[]; total: number }> {
     const c = conversations;
-    const { from, to } = dateRange(q.dateFrom, q.dateTo);
-    const where = and(
-      eq(c.tenantId, tenantId),
-      q.agentId ? eq(c.agentId, q.agentId) : undefined,
-      q.channel ? eq(c.channel, q.channel) : undefined,
-      q.status ? eq(c.status, q.status) : undefined,
-      q.direction ? eq(c.direction, q.direction) : undefined,
-      from ? gte(c.startedAt, from) : undefined,
-      to ? lte(c.startedAt, to) : undefined,
-      q.outcome ? eq(c.outcome, q.outcome) : undefined,
-      q.tags && q.tags.length > 0 ? arrayContains(c.tags, q.tags) : undefined,
-      q.minDuration !== undefined ? gte(c.durationSeconds, q.minDuration) : undefined,
-    );
+    const where = listWhere(tenantId, q);
     const dir = q.sortOrder === 'asc' ? asc : desc;
     // Unpriced and in-progress rows sort last either way.
     const order = q.sortBy === 'durationSeconds' ? [sql`${c.durationSeconds} ${sql.raw(q.sortOrder)} nulls last`] : q.sortBy === 'cost' ? [sql`${c.costTotalUsd} ${sql.raw(q.sortOrder)} nulls last`] : [dir(c.startedAt)];
@@ -167,6 +190,102 @@ export class ConversationRepository {
       this.db.select({ n: count() }).from(c).where(where),
     ]);
     return { rows, total: total?.n ?? 0 };
+  }
+
+  /**
+   * Statistics of one agent's conversations started in `[dateFrom, dateTo]`, in one
+   * statement over the same rows the list returns for those filters.
+   */
+  async agentStats(tenantId: string, agentId: string, range: { dateFrom?: string; dateTo?: string }): Promise<AgentStatsRow> {
+    const c = conversations;
+    const filtered = this.db
+      .select({ channel: c.channel, outcome: c.outcome, durationSeconds: c.durationSeconds, costTotalUsd: c.costTotalUsd, analysis: c.analysis })
+      .from(c)
+      .where(listWhere(tenantId, { agentId, ...range }))
+      .as('f');
+    const result = await this.db.execute<{
+      total: number;
+      total_duration: string | null;
+      avg_duration: string | null;
+      total_cost: string | null;
+      avg_cost: string | null;
+      avg_sentiment: string | null;
+      by_channel: Record<string, number> | null;
+      by_outcome: Record<string, number> | null;
+    }>(sql`
+      with f as (select * from ${filtered})
+      select
+        (select count(*)::int from f) as total,
+        (select sum(duration_seconds) from f) as total_duration,
+        (select avg(duration_seconds) from f) as avg_duration,
+        (select sum(cost_total_usd) from f) as total_cost,
+        (select avg(cost_total_usd) from f) as avg_cost,
+        (select avg((analysis->>'sentimentScore')::numeric) from f where jsonb_typeof(analysis->'sentimentScore') = 'number') as avg_sentiment,
+        (select jsonb_object_agg(channel, n) from (select channel, count(*)::int as n from f group by channel) x) as by_channel,
+        (select jsonb_object_agg(outcome, n) from (select outcome, count(*)::int as n from f where outcome is not null group by outcome) y) as by_outcome
+    `);
+    const r = result.rows[0]!;
+    const num = (v: string | null) => (v === null ? null : Number(v));
+    return {
+      total: r.total,
+      totalDurationSeconds: num(r.total_duration) ?? 0,
+      avgDurationSeconds: num(r.avg_duration),
+      totalCostUsd: num(r.total_cost) ?? 0,
+      avgCostUsd: num(r.avg_cost),
+      avgSentimentScore: num(r.avg_sentiment),
+      byChannel: r.by_channel,
+      byOutcome: r.by_outcome,
+    };
+  }
+
+  /**
+   * Deletes a conversation for good, in one transaction: its billing usage is added to the
+   * anonymous aggregate (tenant, agent, UTC day, channel), then its webhook events (their
+   * bodies carry its data), pending jobs, messages, transcript and the row itself go.
+   * `removeRecording` runs inside the transaction, before commit: if the object store
+   * fails, nothing is deleted; if the commit fails after it, a retried DELETE finishes.
+   * A call still in progress is not deleted (its gateway would keep reporting it).
+   */
+  async deleteConversation(tenantId: string, id: string, removeRecording: (key: string) => Promise<void>): Promise<DeleteResult> {
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx
+        .select({ status: conversations.status, recordingKey: conversations.recordingKey })
+        .from(conversations)
+        .where(and(eq(conversations.tenantId, tenantId), eq(conversations.id, id)))
+        .for('update');
+      if (!row) return { kind: 'not-found' as const };
+      if (row.status === 'in_progress') return { kind: 'in-progress' as const };
+      await tx.execute(sql`
+        insert into ${deletedConversationUsage} as d
+          (tenant_id, agent_id, day, channel, conversations, duration_seconds, llm_input_tokens, llm_output_tokens, tts_characters,
+           stt_audio_seconds, telephony_minutes, llm_usd, tts_usd, stt_usd, telephony_usd, total_usd)
+        select tenant_id, agent_id, (started_at at time zone 'UTC')::date, channel, 1, coalesce(duration_seconds, 0),
+               coalesce((costs->'llm'->>'inputTokens')::bigint, 0), coalesce((costs->'llm'->>'outputTokens')::bigint, 0),
+               coalesce((costs->'tts'->>'characters')::bigint, 0), coalesce((costs->'stt'->>'audioSeconds')::numeric, 0),
+               coalesce((costs->'telephony'->>'minutes')::numeric, 0), coalesce((costs->'llm'->>'cost')::numeric, 0),
+               coalesce((costs->'tts'->>'cost')::numeric, 0), coalesce((costs->'stt'->>'cost')::numeric, 0),
+               coalesce((costs->'telephony'->>'cost')::numeric, 0), coalesce(cost_total_usd, 0)
+          from ${conversations} where id = ${id}
+        on conflict (tenant_id, agent_id, day, channel) do update set
+          conversations = d.conversations + excluded.conversations,
+          duration_seconds = d.duration_seconds + excluded.duration_seconds,
+          llm_input_tokens = d.llm_input_tokens + excluded.llm_input_tokens,
+          llm_output_tokens = d.llm_output_tokens + excluded.llm_output_tokens,
+          tts_characters = d.tts_characters + excluded.tts_characters,
+          stt_audio_seconds = d.stt_audio_seconds + excluded.stt_audio_seconds,
+          telephony_minutes = d.telephony_minutes + excluded.telephony_minutes,
+          llm_usd = d.llm_usd + excluded.llm_usd,
+          tts_usd = d.tts_usd + excluded.tts_usd,
+          stt_usd = d.stt_usd + excluded.stt_usd,
+          telephony_usd = d.telephony_usd + excluded.telephony_usd,
+          total_usd = d.total_usd + excluded.total_usd
+      `);
+      await tx.delete(webhookEvents).where(and(eq(webhookEvents.tenantId, tenantId), eq(webhookEvents.conversationId, id)));
+      await tx.delete(jobs).where(and(eq(jobs.tenantId, tenantId), eq(jobs.subjectId, id)));
+      await tx.delete(conversations).where(eq(conversations.id, id));
+      if (row.recordingKey) await removeRecording(row.recordingKey);
+      return { kind: 'deleted' as const, recordingKey: row.recordingKey };
+    });
   }
 
   /** Adds tags (kept in first-seen order, without repeats); undefined when not found, 'too-many' past `max`. */

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { problemResponses } from '../../http/problem.js';
 import { principalOf } from '../auth/access-control.js';
@@ -6,6 +7,9 @@ import type { ConversationService } from './service.js';
 import { pageSchema } from '../../http/pagination.js';
 import {
   addTagsBody,
+  agentIdParams,
+  agentStatsQuery,
+  agentStatsSchema,
   conversationIdParams,
   conversationSchema,
   costsSchema,
@@ -21,7 +25,7 @@ const tags = ['Conversations'];
 const READ = { scope: 'conversations:read' } as const;
 const WRITE = { scope: 'conversations:write' } as const;
 
-/** The Conversations section (recording, analysis and delete come with the rest of #7). */
+/** The Conversations section, and agent statistics (computed from conversations). */
 export const conversationRoutes: FastifyPluginAsync<{ service: ConversationService }> = async (app, { service }) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
@@ -47,6 +51,32 @@ export const conversationRoutes: FastifyPluginAsync<{ service: ConversationServi
     config: READ,
     schema: { tags, summary: 'Get a conversation', params: conversationIdParams, response: { 200: conversationSchema, ...problemResponses(401, 403, 404, 429) } },
     handler: async (req) => service.get(principalOf(req), req.params.conversationId),
+  });
+
+  r.delete('/conversations/:conversationId', {
+    config: { ...WRITE, permission: 'canDeleteConversations' },
+    schema: {
+      tags,
+      summary: 'Delete a conversation permanently (messages, transcript, analysis, recording); 409 while in progress',
+      params: conversationIdParams,
+      response: { 204: z.null().describe('Deleted'), ...problemResponses(401, 403, 404, 409, 429, 503) },
+    },
+    handler: async (req, reply) => {
+      await service.delete(principalOf(req), req.params.conversationId);
+      return reply.code(204).send(null);
+    },
+  });
+
+  r.get('/agents/:agentId/stats', {
+    config: { scope: 'agents:read' },
+    schema: {
+      tags: ['Agents'],
+      summary: "Statistics of an agent's conversations in a period (the same rows the conversations list returns for that agent and dates)",
+      params: agentIdParams,
+      querystring: agentStatsQuery,
+      response: { 200: agentStatsSchema, ...problemResponses(401, 403, 404, 422, 429) },
+    },
+    handler: async (req) => service.agentStats(principalOf(req), req.params.agentId, req.query),
   });
 
   r.get('/conversations/:conversationId/messages', {

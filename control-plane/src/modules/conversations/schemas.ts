@@ -116,6 +116,11 @@ export function dateRange(from: string | undefined, to: string | undefined): { f
   return { from: from === undefined ? undefined : new Date(DATE_ONLY.test(from) ? `${from}T00:00:00Z` : from), to: toDate };
 }
 
+const checkRange = (q: { dateFrom?: string; dateTo?: string }, ctx: z.RefinementCtx) => {
+  const { from, to } = dateRange(q.dateFrom, q.dateTo);
+  if (from && to && from > to) ctx.addIssue({ code: 'custom', path: ['dateTo'], message: 'must not be before dateFrom' });
+};
+
 export const listConversationsQuery = z
   .strictObject({
     ...pageQueryShape,
@@ -139,10 +144,7 @@ export const listConversationsQuery = z
     minDuration: z.coerce.number().int('must be a whole number of seconds').min(0, 'must be 0 or more').optional().describe('Seconds; conversations in progress (no duration yet) are left out'),
     sortBy: z.enum(['startedAt', 'durationSeconds', 'cost']).default('startedAt'),
   })
-  .superRefine((q, ctx) => {
-    const { from, to } = dateRange(q.dateFrom, q.dateTo);
-    if (from && to && from > to) ctx.addIssue({ code: 'custom', path: ['dateTo'], message: 'must not be before dateFrom' });
-  });
+  .superRefine(checkRange);
 export type ListConversationsQuery = z.infer<typeof listConversationsQuery>;
 
 export const addTagsBody = z.strictObject({
@@ -162,3 +164,29 @@ export type ConversationView = z.infer<typeof conversationSchema>;
 export type MessagesView = z.infer<typeof messagesSchema>;
 export type TranscriptView = z.infer<typeof transcriptSchema>;
 export type CostsView = z.infer<typeof costsSchema>;
+
+/** `GET /agents/{agentId}/stats`: the list's date filters (same meaning, same validation). */
+export const agentStatsQuery = z
+  .strictObject({
+    dateFrom: dateBound.optional().describe('Conversations started at or after; a date means 00:00 UTC of that day. Default: 29 days before dateTo'),
+    dateTo: dateBound.optional().describe('Conversations started at or before; a date means the whole day (UTC). Default: today (UTC)'),
+  })
+  .superRefine(checkRange);
+export type AgentStatsQuery = z.infer<typeof agentStatsQuery>;
+export const agentIdParams = z.object({ agentId: z.string().min(1) });
+
+export const agentStatsSchema = z
+  .object({
+    agentId: z.string(),
+    period: z.object({ from: z.string(), to: z.string() }).describe('The bounds used, as given (dates, or instants when instants were given)'),
+    totalConversations: z.number().int().describe('Conversations started in the period, in any status (the list total for the same filters)'),
+    totalDurationSeconds: z.number().int().describe('Sum over ended conversations'),
+    avgDurationSeconds: z.number().int().describe('Mean over ended conversations, rounded; 0 when none ended'),
+    totalCostUsd: z.number(),
+    avgCostUsdPerConversation: z.number().describe('Mean over priced (ended) conversations; 0 when none'),
+    channelBreakdown: z.record(z.string(), z.number().int()),
+    outcomeBreakdown: z.record(z.string(), z.number().int()).describe('Conversations with an outcome set, by outcome'),
+    avgSentimentScore: z.number().nullable().describe('Mean sentimentScore of analysed conversations; null when none was analysed'),
+  })
+  .meta({ id: 'AgentStatistics' });
+export type AgentStatsView = z.infer<typeof agentStatsSchema>;

@@ -1,15 +1,17 @@
 import { AppError, validationError } from '@vap/shared';
+import type { ObjectStore } from '@vap/shared';
 import { toPage } from '../../http/pagination.js';
 import type { Principal } from '../auth/principal.js';
 import { callerOf, costSummaryOf } from './events.js';
 import type { ConversationRepository, ConversationRow } from './repository.js';
-import { MAX_TAGS } from './schemas.js';
-import type { ConversationView, CostsView, ListConversationsQuery, MessagesView, OUTCOMES, TranscriptView } from './schemas.js';
+import { MAX_TAGS, dateRange } from './schemas.js';
+import type { AgentStatsQuery, AgentStatsView, ConversationView, CostsView, ListConversationsQuery, MessagesView, OUTCOMES, TranscriptView } from './schemas.js';
 
 function notFound(id: string): AppError {
   return new AppError('conversation-not-found', `Conversation ${id} was not found.`);
 }
 
+const round6 = (n: number) => Math.round(n * 1e6) / 1e6;
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 const int = (v: unknown): number | null => (typeof v === 'number' && Number.isInteger(v) ? v : null);
 
@@ -18,7 +20,47 @@ const int = (v: unknown): number | null => (typeof v === 'number' && Number.isIn
  * tenant: another tenant's conversation is "not found", like a missing one.
  */
 export class ConversationService {
-  constructor(private readonly deps: { repo: ConversationRepository }) {}
+  /** @param deps.recordings where recording objects live; without one, a conversation with a recording cannot be deleted. */
+  constructor(private readonly deps: { repo: ConversationRepository; recordings?: ObjectStore; now?: () => number }) {}
+
+  /**
+   * Deletes a conversation permanently (see `ConversationRepository.deleteConversation`):
+   * messages, transcript, analysis, webhook events and the recording object are gone; its
+   * billing usage stays in the anonymous aggregate. 409 while the call is in progress.
+   */
+  async delete(p: Principal, id: string): Promise<void> {
+    const store = this.deps.recordings;
+    const result = await this.deps.repo.deleteConversation(p.tenantId, id, async (key) => {
+      // Nothing is deleted when the store cannot delete the object: the caller retries.
+      if (!store) throw new AppError('unavailable', 'No recording store is configured, so the recording cannot be deleted; nothing was deleted.');
+      await store.delete(key).catch((err: unknown) => {
+        throw new AppError('unavailable', `The recording store failed (${err instanceof Error ? err.message : String(err)}); nothing was deleted. Retry later.`);
+      });
+    });
+    if (result.kind === 'not-found') throw notFound(id);
+    if (result.kind === 'in-progress') throw new AppError('invalid-state', `Conversation ${id} is still in progress; end the call before deleting it.`);
+  }
+
+  /** Statistics of an agent's conversations (the list's rows for the same agent and dates). */
+  async agentStats(p: Principal, agentId: string, q: AgentStatsQuery): Promise<AgentStatsView> {
+    if (!(await this.deps.repo.agentForCall(p.tenantId, agentId))) throw new AppError('not-found', `Agent ${agentId} was not found.`);
+    const today = new Date((this.deps.now ?? Date.now)()).toISOString().slice(0, 10);
+    const dateTo = q.dateTo ?? today;
+    const dateFrom = q.dateFrom ?? new Date(dateRange(undefined, dateTo).to!.getTime() - 29 * 86_400_000).toISOString().slice(0, 10);
+    const s = await this.deps.repo.agentStats(p.tenantId, agentId, { dateFrom, dateTo });
+    return {
+      agentId,
+      period: { from: dateFrom, to: dateTo },
+      totalConversations: s.total,
+      totalDurationSeconds: s.totalDurationSeconds,
+      avgDurationSeconds: Math.round(s.avgDurationSeconds ?? 0),
+      totalCostUsd: round6(s.totalCostUsd),
+      avgCostUsdPerConversation: round6(s.avgCostUsd ?? 0),
+      channelBreakdown: s.byChannel ?? {},
+      outcomeBreakdown: s.byOutcome ?? {},
+      avgSentimentScore: s.avgSentimentScore === null ? null : Math.round(s.avgSentimentScore * 1000) / 1000,
+    };
+  }
 
   async list(p: Principal, q: ListConversationsQuery) {
     const { rows, total } = await this.deps.repo.list(p.tenantId, q);
