@@ -21,3 +21,7 @@ export type { ProviderEndpoint, ProviderEndpoints, CallProviders } from './provi
 export { startProviders } from './providers/sandbox.js';
 export type { ProviderKeys, ProviderRuntime } from './providers/sandbox.js';
 export { withLlmRetry } from './providers/retry.js';
+export { OpenAiLlm } from './providers/openai/llm.js';
+export type { OpenAiLlmOptions } from './providers/openai/llm.js';
+// Post-call analysis (structured output through the same LLM adapters).
+export * from './analysis/index.js';

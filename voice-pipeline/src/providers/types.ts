@@ -98,6 +98,13 @@ export interface LlmRequest {
   topP?: number;
   frequencyPenalty?: number;
   presencePenalty?: number;
+  /**
+   * Structured output: the reply's text is one JSON object matching `schema` (OpenAI
+   * `response_format: json_schema`, strict). The schema must follow the strict subset:
+   * every object lists all its properties in `required` and sets `additionalProperties: false`.
+   * A provider without structured output ignores it; callers validate the reply either way.
+   */
+  responseFormat?: { name: string; schema: Record<string, unknown> };
 }
 
 export type LlmEvent =

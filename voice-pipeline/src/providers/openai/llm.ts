@@ -204,6 +204,9 @@ export function toWireRequest(request: LlmRequest, maxTokensField: 'max_completi
     frequency_penalty: request.frequencyPenalty,
     presence_penalty: request.presencePenalty,
     ...(request.maxTokens !== undefined ? { [maxTokensField]: request.maxTokens } : {}),
+    ...(request.responseFormat
+      ? { response_format: { type: 'json_schema' as const, json_schema: { name: request.responseFormat.name, schema: request.responseFormat.schema, strict: true } } }
+      : {}),
     stream: true,
     stream_options: { include_usage: true },
   };

@@ -18,11 +18,14 @@ export type ReplyMatch = string | RegExp;
 /**
  * A scripted reply, matched against the last user message. A `toolCall` rule is skipped
  * once a tool result follows that user message, so the conversation moves on to the
- * model's answer instead of calling the tool forever.
+ * model's answer instead of calling the tool forever. A rule with `times` answers that
+ * many requests and is then removed (`{ match: '', reply, times: 1 }` forces the next
+ * reply, e.g. a structured reply that breaks its schema). A `reply` is sent verbatim as
+ * the message content, also when the request asked for a `response_format`.
  */
 export type ReplyRule =
-  | { match: ReplyMatch; reply: string }
-  | { match: ReplyMatch; toolCall: { name: string; arguments: Record<string, unknown> } };
+  | { match: ReplyMatch; reply: string; times?: number }
+  | { match: ReplyMatch; toolCall: { name: string; arguments: Record<string, unknown> }; times?: number };
 
 /** What the simulator will send for one request, before `max_tokens` truncation. */
 export type PlannedReply = { kind: 'text'; text: string } | { kind: 'tool-call'; name: string; arguments: string };
@@ -60,20 +63,23 @@ function matches(match: ReplyMatch, text: string): boolean {
   return match.test(text);
 }
 
-/** First matching rule wins; otherwise `fallback(messages)`. */
-export function planReply(messages: readonly SimWireMessage[], rules: readonly ReplyRule[], fallback: (messages: readonly SimWireMessage[]) => string): PlannedReply {
+/** The first rule that answers these messages, or null. */
+export function matchRule(messages: readonly SimWireMessage[], rules: readonly ReplyRule[]): ReplyRule | null {
   const lastUser = messages.findLastIndex((m) => m.role === 'user');
   const userText = lastUser >= 0 ? contentText(messages[lastUser]?.content) : '';
   const toolAnswered = messages.slice(lastUser + 1).some((m) => m.role === 'tool');
-  for (const rule of rules) {
-    if (!matches(rule.match, userText)) continue;
-    if ('toolCall' in rule) {
-      if (toolAnswered) continue;
-      return { kind: 'tool-call', name: rule.toolCall.name, arguments: JSON.stringify(rule.toolCall.arguments) };
-    }
-    return { kind: 'text', text: rule.reply };
-  }
-  return { kind: 'text', text: fallback(messages) };
+  return rules.find((rule) => matches(rule.match, userText) && !('toolCall' in rule && toolAnswered)) ?? null;
+}
+
+/** What a rule sends. */
+export function ruleReply(rule: ReplyRule): PlannedReply {
+  return 'toolCall' in rule ? { kind: 'tool-call', name: rule.toolCall.name, arguments: JSON.stringify(rule.toolCall.arguments) } : { kind: 'text', text: rule.reply };
+}
+
+/** First matching rule wins; otherwise `fallback(messages)`. */
+export function planReply(messages: readonly SimWireMessage[], rules: readonly ReplyRule[], fallback: (messages: readonly SimWireMessage[]) => string): PlannedReply {
+  const rule = matchRule(messages, rules);
+  return rule ? ruleReply(rule) : { kind: 'text', text: fallback(messages) };
 }
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];

@@ -8,11 +8,13 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { z } from 'zod';
-import { defaultOpenAiReply, errorBody, faultBody, planReply, validateChatBody, type OpenAiErrorBody, type PlannedReply, type ReplyRule, type SimWireMessage } from './sim-script.js';
+import { defaultOpenAiReply, errorBody, faultBody, matchRule, ruleReply, validateChatBody, type OpenAiErrorBody, type PlannedReply, type ReplyRule, type SimWireMessage } from './sim-script.js';
+import { checkResponseFormat, structuredContent } from './sim-response-format.js';
 import { countPromptTokens, splitTokens } from './tokens.js';
 
 export { countPromptTokens, countTextTokens, splitTokens } from './tokens.js';
 export type { ReplyMatch, ReplyRule, SimWireMessage } from './sim-script.js';
+export { ANALYSIS_SCHEMA_NAME } from './sim-analysis.js';
 
 /** Latency and failures the simulator applies to the next chat requests. All times in ms. */
 export interface OpenAiSimFaults {
@@ -81,10 +83,11 @@ const FaultsPatch = z
   .strict();
 
 const Match = z.union([z.string(), z.object({ regex: z.string(), flags: z.string().optional() }).strict()]);
+const Times = z.number().int().min(1).optional();
 const RulesBody = z.array(
   z.union([
-    z.object({ match: Match, reply: z.string() }).strict(),
-    z.object({ match: Match, toolCall: z.object({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }).strict() }).strict(),
+    z.object({ match: Match, reply: z.string(), times: Times }).strict(),
+    z.object({ match: Match, toolCall: z.object({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }).strict(), times: Times }).strict(),
   ]),
 );
 
@@ -141,7 +144,12 @@ export class OpenAiSimulator {
 
   /** Append a reply rule; rules are tried in insertion order, first match wins. */
   addReply(rule: ReplyRule): void {
-    this.rules.push(rule);
+    this.rules.push({ ...rule });
+  }
+
+  /** Put a rule before all others (a one-off override: `{ match: '', reply, times: 1 }`). */
+  addReplyFirst(rule: ReplyRule): void {
+    this.rules.unshift({ ...rule });
   }
 
   clearReplies(): void {
@@ -224,10 +232,15 @@ export class OpenAiSimulator {
     }
     const invalid = validateChatBody(body);
     if (invalid) return answer(400, invalid);
+    const b = body as { model: string; messages: SimWireMessage[]; stream?: boolean; stream_options?: { include_usage?: boolean } | null; max_tokens?: number | null; max_completion_tokens?: number | null; response_format?: unknown };
+    const format = checkResponseFormat(b);
+    if (format.error) return answer(400, format.error);
     if (faults.hang) return; // the client's timeout or sim.close() ends it
 
-    const b = body as { model: string; messages: SimWireMessage[]; stream?: boolean; stream_options?: { include_usage?: boolean } | null; max_tokens?: number | null; max_completion_tokens?: number | null };
-    const plan = planReply(b.messages, this.rules, this.defaultReply);
+    const rule = matchRule(b.messages, this.rules);
+    if (rule?.times !== undefined && --rule.times <= 0) this.rules.splice(this.rules.indexOf(rule), 1);
+    const structured = format.format && format.format.type !== 'text' ? format.format : null;
+    const plan: PlannedReply = rule ? ruleReply(rule) : { kind: 'text', text: structured ? structuredContent(structured, b.messages) : this.defaultReply(b.messages) };
     const limit = b.max_completion_tokens ?? b.max_tokens ?? Infinity;
     const callId = `call_sim${++this.callCounter}`;
     // Text streams word by word; tool arguments in 8-char fragments, like the API's small pieces.
@@ -333,7 +346,8 @@ export class OpenAiSimulator {
         const parsed = json();
         for (const r of RulesBody.parse(Array.isArray(parsed) ? parsed : [parsed])) {
           const match = typeof r.match === 'string' ? r.match : new RegExp(r.match.regex, r.match.flags);
-          this.addReply('reply' in r ? { match, reply: r.reply } : { match, toolCall: r.toolCall });
+          const times = r.times === undefined ? {} : { times: r.times };
+          this.addReply('reply' in r ? { match, reply: r.reply, ...times } : { match, toolCall: r.toolCall, ...times });
         }
         return sendJson(res, 200, { ok: true, rules: this.rules.length });
       }
