@@ -5,8 +5,8 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import { OutboundGuard, newId } from '@vap/shared';
-import type { Bus } from '@vap/shared';
+import { OutboundGuard, createObjectStore, newId } from '@vap/shared';
+import type { Bus, ObjectStore } from '@vap/shared';
 import type { ControlPlaneConfig } from './config.js';
 import type { Database } from './db/database.js';
 import './http/fastify-types.js';
@@ -25,6 +25,10 @@ import { Authenticator } from './modules/auth/authenticator.js';
 import { ConversationRepository } from './modules/conversations/repository.js';
 import { conversationRoutes } from './modules/conversations/routes.js';
 import { ConversationService } from './modules/conversations/service.js';
+import { RecordingLinks } from './modules/conversations/recording-links.js';
+import { RecordingRepository } from './modules/conversations/recording-repository.js';
+import { recordingFileRoutes, recordingRoutes } from './modules/conversations/recording-routes.js';
+import { RecordingService } from './modules/conversations/recording-service.js';
 import { registerIdempotency } from './modules/idempotency/idempotency-hooks.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
@@ -33,6 +37,7 @@ import { EventOutbox } from './modules/webhooks/event-outbox.js';
 import { WebhookRepository } from './modules/webhooks/repository.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
 import { WebhookService } from './modules/webhooks/service.js';
+import { loadSecretKey } from './secret-box.js';
 import type { SecretBox } from './secret-box.js';
 
 export interface AppDeps {
@@ -46,6 +51,10 @@ export interface AppDeps {
   twilioAuthToken?: string;
   /** Where replays wake the local webhook dispatcher; default a fresh one (no dispatcher). */
   outbox?: EventOutbox;
+  /** The recording store (one per process); default the configured one (`config.recordings`). */
+  recordings?: ObjectStore;
+  /** The secret key local recording links are signed with (derived); default `loadSecretKey` of the config. */
+  secretKey?: Buffer;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -104,7 +113,14 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   });
 
   const agents = new AgentService({ repo: new AgentRepository(deps.database.db), bus: deps.bus, secrets: deps.secrets });
-  const conversations = new ConversationService({ repo: new ConversationRepository(deps.database.db) });
+  const recordingStore = deps.recordings ?? createObjectStore(config.recordings);
+  const conversations = new ConversationService({ repo: new ConversationRepository(deps.database.db), recordings: recordingStore });
+  const recordings = new RecordingService({
+    repo: new RecordingRepository(deps.database.db),
+    store: recordingStore,
+    links: new RecordingLinks(deps.secretKey ?? loadSecretKey(config.secretEncryptionKey, config.dataDir, config.appEnv), config.publicUrl),
+    now,
+  });
   const outbox = deps.outbox ?? new EventOutbox();
   const webhooks = new WebhookService({
     repo: new WebhookRepository(deps.database.db),
@@ -116,6 +132,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   });
   const apiKeys = new ApiKeyService({ repo: new ApiKeyRepository(deps.database.db), defaultEnvironment: config.appEnv === 'production' ? 'live' : 'sandbox' });
 
+  await app.register(recordingFileRoutes, { service: recordings });
   await app.register(twilioWebhookRoutes, { db: deps.database.db, authToken: deps.twilioAuthToken ?? config.twilio.authToken, publicUrl: config.publicUrl, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
   await app.register(
     async (api) => {
@@ -123,6 +140,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       await api.register(agentRoutes, { service: agents });
       await api.register(apiKeyRoutes, { service: apiKeys });
       await api.register(conversationRoutes, { service: conversations });
+      await api.register(recordingRoutes, { service: recordings });
       await api.register(webhookRoutes, { service: webhooks });
     },
     { prefix: '/api/v1' },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { OutboundGuard } from '@vap/shared';
+import { OBJECT_STORE_ENV_VARS, ObjectStoreConfigError, OutboundGuard, objectStoreConfigFromEnv } from '@vap/shared';
+import type { ObjectStoreConfig } from '@vap/shared';
 
 const int = (def: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(def);
 const optionalString = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
@@ -59,6 +60,8 @@ export const configSchema = z.object({
   ADMIN_HOST: z.string().default('127.0.0.1'),
   ADMIN_PORT: int(3002, 0, 65535),
   ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  // The recording store: read and checked by objectStoreConfigFromEnv (shared with the gateway).
+  ...(Object.fromEntries(OBJECT_STORE_ENV_VARS.map((name) => [name, z.string().optional()])) as Record<(typeof OBJECT_STORE_ENV_VARS)[number], z.ZodOptional<z.ZodString>>),
 });
 
 export type Env = z.infer<typeof configSchema>;
@@ -113,6 +116,8 @@ export interface ControlPlaneConfig {
     /** Unset: generated in development (see `loadAdminToken`); no admin server in production. */
     token: string | undefined;
   };
+  /** Where call recordings are kept (the gateway writes them; links, serving and retention here). */
+  recordings: ObjectStoreConfig;
 }
 
 export class ConfigError extends Error {
@@ -141,8 +146,16 @@ function splitList(raw: string): string[] {
 /** Parses an environment (default `process.env`), listing every problem at once. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): ControlPlaneConfig {
   const parsed = configSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+  let recordings: ObjectStoreConfig | undefined;
+  const storeProblems: string[] = [];
+  try {
+    recordings = objectStoreConfigFromEnv(env, parsed.data?.DATA_DIR ?? env.DATA_DIR ?? '.data');
+  } catch (err) {
+    if (!(err instanceof ObjectStoreConfigError)) throw err;
+    storeProblems.push(...err.problems);
+  }
+  if (!parsed.success || recordings === undefined) {
+    throw new ConfigError([...(parsed.error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`) ?? []), ...storeProblems]);
   }
   const e = parsed.data;
   const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, '');
@@ -188,5 +201,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       logRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
     },
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, token: e.ADMIN_TOKEN },
+    recordings: Object.freeze(recordings),
   });
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { OutboundGuard } from '@vap/shared';
-import type { Bus } from '@vap/shared';
+import { OutboundGuard, S3ObjectStore, createObjectStore } from '@vap/shared';
+import type { Bus, ObjectStore } from '@vap/shared';
 import { startAdminServer } from './admin/admin-server.js';
 import { buildApp } from './app.js';
 import type { ControlPlaneConfig } from './config.js';
@@ -10,6 +10,7 @@ import type { Database } from './db/database.js';
 import { startEmbeddedPostgres } from './db/embedded-postgres.js';
 import type { EmbeddedDatabase } from './db/embedded-postgres.js';
 import { startCallHandling } from './modules/conversations/call-handlers.js';
+import { RecordingRetention } from './modules/conversations/recording-retention.js';
 import { Housekeeping } from './modules/housekeeping/housekeeping.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
@@ -38,6 +39,8 @@ export interface ControlPlane {
   admin: { url: string; tokenSource: string } | null;
   /** The Twilio Auth Token webhooks are checked with (sandbox: generated into DATA_DIR); hand it to the media gateway. */
   twilio: TwilioAuth;
+  /** The recording store (`config.recordings`): links, local serving, retention and conversation deletes use this one. */
+  recordings: ObjectStore;
   close(): Promise<void>;
 }
 
@@ -56,10 +59,12 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
   try {
     await runMigrations(database);
     const boot = await bootstrap(database, config, log);
-    const secrets = new SecretBox(loadSecretKey(config.secretEncryptionKey, config.dataDir, config.appEnv));
+    const secretKey = loadSecretKey(config.secretEncryptionKey, config.dataDir, config.appEnv);
+    const secrets = new SecretBox(secretKey);
     const twilio = loadTwilioAuthToken(config.twilio.authToken, config.dataDir);
     const outbox = new EventOutbox();
-    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, outbox });
+    const recordings = createObjectStore(config.recordings);
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, outbox, recordings, secretKey });
     const dispatcher = config.webhooks.dispatcher
       ? new WebhookDispatcher({
           pool: database.pool,
@@ -77,6 +82,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       idempotency: new IdempotencyStore(database.pool),
       webhookLog: { pool: database.pool, retentionDays: config.webhooks.logRetentionDays },
       rateLimiter: new RateLimiter(database.pool),
+      recordingRetention: new RecordingRetention({ db: database.db, store: recordings, log: log.child({ module: 'recordings' }) }),
       log,
       intervalMs: config.housekeepingIntervalMs,
     });
@@ -97,12 +103,14 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       bootstrap: boot,
       admin: admin ? { url: admin.url, tokenSource: admin.tokenSource } : null,
       twilio,
+      recordings,
       close: async () => {
         await app.close();
         await admin?.close();
         await calls.close();
         await dispatcher?.stop();
         await housekeeping.stop();
+        if (recordings instanceof S3ObjectStore) await recordings.close();
         await database.close();
         await embedded?.stop();
       },

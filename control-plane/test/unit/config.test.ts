@@ -7,7 +7,7 @@ const example = readFileSync(new URL('../../../.env.example', import.meta.url), 
 const exampleVars = new Map(
   example
     .split('\n')
-    .filter((l) => /^[A-Z_]+=/.test(l))
+    .filter((l) => /^[A-Z][A-Z0-9_]*=/.test(l))
     .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as const),
 );
 

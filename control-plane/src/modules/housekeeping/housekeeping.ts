@@ -3,10 +3,12 @@ import type pg from 'pg';
 import { DeliveryQueue } from '../webhooks/delivery-queue.js';
 import type { IdempotencyStore } from '../idempotency/idempotency-store.js';
 import type { RateLimiter } from '../rate-limit/rate-limiter.js';
+import type { RecordingRetention } from '../conversations/recording-retention.js';
 
 /**
- * Periodic clean-up: expired idempotency records (24 h), past rate-limit windows, and
- * webhook events (with their delivery log) past the log retention.
+ * Periodic clean-up: expired idempotency records (24 h), past rate-limit windows,
+ * webhook events (with their delivery log) past the log retention, and call recordings
+ * past their agent's `storageRetentionDays` (object deleted, marked unavailable).
  * Every replica may run it; the deletes are idempotent, so no coordination is needed,
  * and a restart loses nothing (the state it cleans is in Postgres).
  */
@@ -23,6 +25,8 @@ export class Housekeeping {
       now?: () => number;
       /** Webhook events older than `retentionDays` are deleted with their deliveries and attempts. */
       webhookLog?: { pool: pg.Pool; retentionDays: number };
+      /** Deletes recordings whose retention ran out (claims rows with SKIP LOCKED, so replicas do not collide). */
+      recordingRetention?: RecordingRetention;
     },
   ) {}
 
@@ -32,15 +36,16 @@ export class Housekeeping {
     void this.runOnce();
   }
 
-  async runOnce(): Promise<{ idempotencyKeys: number; rateLimitWindows: number; webhookEvents: number }> {
+  async runOnce(): Promise<{ idempotencyKeys: number; rateLimitWindows: number; webhookEvents: number; recordings: number }> {
     const run = (async () => {
       const nowMs = (this.deps.now ?? Date.now)();
       const idempotencyKeys = await this.deps.idempotency.purgeExpired();
       const rateLimitWindows = await this.deps.rateLimiter.purge(nowMs);
       const log = this.deps.webhookLog;
       const webhookEvents = log ? await new DeliveryQueue(log.pool).purgeBefore(new Date(nowMs - log.retentionDays * 86_400_000)) : 0;
-      if (idempotencyKeys + rateLimitWindows + webhookEvents > 0) this.deps.log.debug({ idempotencyKeys, rateLimitWindows, webhookEvents }, 'housekeeping purged');
-      return { idempotencyKeys, rateLimitWindows, webhookEvents };
+      const recordings = this.deps.recordingRetention ? (await this.deps.recordingRetention.purge(new Date(nowMs))).purged : 0;
+      if (idempotencyKeys + rateLimitWindows + webhookEvents + recordings > 0) this.deps.log.debug({ idempotencyKeys, rateLimitWindows, webhookEvents, recordings }, 'housekeeping purged');
+      return { idempotencyKeys, rateLimitWindows, webhookEvents, recordings };
     })();
     this.running = run.then(
       () => undefined,
