@@ -19,6 +19,15 @@ export interface CallLeg {
    * played to the caller. After {@link clear}, marks that were cut are not reported.
    */
   onMarkPlayed(listener: (name: string) => void): void;
+  /**
+   * Agent audio as it leaves for the carrier, one paced frame at a time (`frame` may be a
+   * view: copy what you keep), `atMs` = `performance.now()` when it was sent. The carrier
+   * plays a frame from max(`atMs`, end of the previous frame). Recording uses this: it is
+   * what the caller was played, not what the session queued.
+   */
+  onAudioSent(listener: (frame: Uint8Array, atMs: number) => void): void;
+  /** A {@link clear} reached the carrier at `atMs` (`performance.now()`): agent audio sent and not yet played was dropped there. */
+  onCleared(listener: (atMs: number) => void): void;
   /** The leg is over: `hangup` (carrier said stop), `socket-lost`, or `local` (we hung up). Fires once. */
   onEnd(listener: (reason: 'hangup' | 'socket-lost' | 'local') => void): void;
 

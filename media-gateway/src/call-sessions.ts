@@ -1,9 +1,11 @@
 import type { Logger } from 'pino';
 import { BusRequestError, SUBJECTS } from '@vap/shared';
-import type { Bus, ReplyPayload } from '@vap/shared';
+import type { AgentConfig, Bus, ReplyPayload } from '@vap/shared';
 import { EnergyVad, ProviderError, VoiceSession, createCallProviders } from '@vap/voice-pipeline';
 import type { ProviderEndpoints, SessionOutcome, TurnMetrics } from '@vap/voice-pipeline';
 import type { CallLeg } from './call-leg.js';
+import type { CallRecorder } from './recording/call-recorder.js';
+import type { CallRecording, RecordingArchiver } from './recording/recording-archiver.js';
 
 /** Parameters the control plane puts in `<Stream>`; the rest of them is call metadata. */
 const ROUTING_PARAMETERS = new Set(['agentId', 'tenantId', 'callSid', 'from', 'to', 'direction']);
@@ -46,6 +48,8 @@ export class CallSessions {
       prepareTimeoutMs?: number;
       /** Stall limit of a call's TTS streams (ms); the adapter's default when absent. */
       ttsFirstByteTimeoutMs?: number;
+      /** Records calls of agents with `recording.enabled`; absent: no call is recorded. */
+      recordings?: RecordingArchiver;
     },
   ) {}
 
@@ -94,8 +98,15 @@ export class CallSessions {
     const early: Uint8Array[] = [];
     const earlyDigits: string[] = [];
     let session: VoiceSession | null = null;
+    let recorder: CallRecorder | null = null;
     let legEnded: 'hangup' | 'socket-lost' | 'local' | null = null;
-    leg.onAudio((a) => (session ? session.audio(a) : early.length < 250 && early.push(a)));
+    leg.onAudio((a) => {
+      if (!session) return void (early.length < 250 && early.push(a));
+      recorder?.callerAudio(a, performance.now());
+      session.audio(a);
+    });
+    leg.onAudioSent((frame, atMs) => recorder?.agentAudioSent(frame, atMs));
+    leg.onCleared((atMs) => recorder?.agentCleared(atMs));
     leg.onDtmf((d) => (session ? session.dtmf(d) : earlyDigits.push(d)));
     leg.onEnd((reason) => {
       legEnded = reason;
@@ -170,6 +181,8 @@ export class CallSessions {
     summary.providers = providers.substituted;
     if (providers.substituted.length > 0) log.info({ substituted: providers.substituted }, 'sandbox simulators stand in for providers without adapters');
 
+    // t=0 of the recording is the session's start: the two clocks agree to well under a frame.
+    recorder = this.deps.recordings?.recorderFor(agent.config, performance.now()) ?? null;
     const s = new VoiceSession({
       agent: agent.config,
       providers,
@@ -191,14 +204,20 @@ export class CallSessions {
       outcome = await s.ended;
       summary.status = outcome.status;
       summary.endReason = outcome.endReason;
-      await this.publishEnded(leg, agent.id, tenantId, conversationId, outcome, null, agent.config);
+      // SessionEnded means every piece of the call is available: the recording is stored first.
+      const recording = recorder ? await this.archive(recorder, { tenantId, agentId: agent.id, conversationId, durationMs: outcome.durationMs, settings: agent.config.recording }, log) : null;
+      await this.publishEnded(leg, agent.id, tenantId, conversationId, outcome, null, agent.config, recording);
       this.active.delete(conversationId);
       log.info({ conversationId, status: outcome.status, endReason: outcome.endReason, durationMs: Math.round(outcome.durationMs) }, 'call ended');
     })();
     this.active.set(conversationId, { conversationId, session: s, done });
     log.info({ conversationId }, 'call started');
     s.start();
-    for (const a of early) s.audio(a);
+    const replayedAt = performance.now();
+    for (const a of early) {
+      recorder?.callerAudio(a, replayedAt);
+      s.audio(a);
+    }
     for (const d of earlyDigits) s.dtmf(d);
     if (legEnded) s.transportEnded(legEnded);
     await done;
@@ -212,6 +231,7 @@ export class CallSessions {
     outcome: SessionOutcome | null,
     failure: { status: 'failed'; endReason: string; error: { code: string; message: string } } | null,
     config: { llm: { provider: string; model: string }; voice: { provider: string }; transcription: { provider: string; language?: string } },
+    recording: CallRecording | null = null,
   ): Promise<void> {
     const r = outcome?.record;
     const durationMs = outcome?.durationMs ?? 0;
@@ -233,8 +253,39 @@ export class CallSessions {
         telephony: { provider: leg.provider, seconds: Math.round(durationMs / 10) / 100 },
       },
       error: outcome?.error ?? failure?.error ?? null,
-      recording: null,
+      recording,
     });
+  }
+
+  /**
+   * Encodes and stores a finished call's recording. A failure costs the recording, not the
+   * call's record: it is logged and reported as a recoverable `recording_failed` error.
+   */
+  private async archive(
+    recorder: CallRecorder,
+    call: { tenantId: string; agentId: string; conversationId: string; durationMs: number; settings: AgentConfig['recording'] },
+    log: Logger,
+  ): Promise<CallRecording | null> {
+    const startedAt = performance.now();
+    try {
+      const recording = await this.deps.recordings!.archive(recorder, call);
+      log.info({ conversationId: call.conversationId, key: recording.key, sizeBytes: recording.sizeBytes, tookMs: Math.round(performance.now() - startedAt) }, 'call recording stored');
+      return recording;
+    } catch (err) {
+      log.error({ err, conversationId: call.conversationId }, 'call recording failed');
+      await this.deps.bus
+        .publish('sessionError', SUBJECTS.sessionError.subject(call.tenantId, call.conversationId), {
+          conversationId: call.conversationId,
+          tenantId: call.tenantId,
+          agentId: call.agentId,
+          errorCode: 'recording_failed',
+          errorMessage: 'The call recording could not be encoded or stored',
+          recoverable: true,
+          at: new Date().toISOString(),
+        })
+        .catch((e: unknown) => log.warn({ err: e }, 'recording error not published'));
+      return null;
+    }
   }
 
   /** Ends every call (gateway shutdown) and waits until each final record is published. */

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { OBJECT_STORE_ENV_VARS, ObjectStoreConfigError, objectStoreConfigFromEnv } from '@vap/shared';
+import type { ObjectStoreConfig } from '@vap/shared';
 
 const optionalText = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
 const optionalUrl = z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined));
@@ -29,6 +31,12 @@ export const gatewayConfigSchema = z.object({
   // How long a TTS stream may stay silent after text was flushed before the turn's synthesis
   // counts as stalled (retried once, then the call ends).
   TTS_FIRST_BYTE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  // Local state; the local recording store defaults to DATA_DIR/recordings (as the control plane's).
+  DATA_DIR: z.string().default('.data'),
+  // Worker threads that encode finished calls' recordings (MP3/WAV) off the event loop.
+  RECORDING_ENCODER_WORKERS: z.coerce.number().int().min(1).max(16).default(1),
+  // The recording store, read by objectStoreConfigFromEnv (shared with the control plane).
+  ...(Object.fromEntries(OBJECT_STORE_ENV_VARS.map((name) => [name, z.string().optional()])) as Record<(typeof OBJECT_STORE_ENV_VARS)[number], z.ZodOptional<z.ZodString>>),
 });
 
 export interface GatewayConfig {
@@ -51,11 +59,24 @@ export interface GatewayConfig {
   heartbeatIntervalMs: number;
   /** A TTS stream silent this long after a flush (or between chunks after its end) has stalled. */
   ttsFirstByteTimeoutMs: number;
+  dataDir: string;
+  /** Where recordings are put (the control plane reads them from the same store). */
+  recordings: ObjectStoreConfig;
+  /** Size of the recording encoder pool (worker threads). */
+  recordingEncoderWorkers: number;
 }
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
   const parsed = gatewayConfigSchema.safeParse(env);
-  if (!parsed.success) throw new Error(`Invalid configuration:\n${parsed.error.issues.map((i) => `  - ${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  let recordings: ObjectStoreConfig | undefined;
+  try {
+    recordings = objectStoreConfigFromEnv(env, parsed.data?.DATA_DIR ?? (env['DATA_DIR'] || '.data'));
+  } catch (err) {
+    if (!(err instanceof ObjectStoreConfigError)) throw err;
+    problems.push(...err.problems);
+  }
+  if (!parsed.success || !recordings || problems.length > 0) throw new Error(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   const e = parsed.data;
   return Object.freeze({
     host: e.GATEWAY_HOST,
@@ -72,5 +93,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     },
     heartbeatIntervalMs: e.GATEWAY_HEARTBEAT_INTERVAL_MS,
     ttsFirstByteTimeoutMs: e.TTS_FIRST_BYTE_TIMEOUT_MS,
+    dataDir: e.DATA_DIR,
+    recordings,
+    recordingEncoderWorkers: e.RECORDING_ENCODER_WORKERS,
   });
 }

@@ -1,13 +1,15 @@
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { SUBJECTS, newId } from '@vap/shared';
-import type { Bus, BusSubscription } from '@vap/shared';
+import { SUBJECTS, createObjectStore, newId } from '@vap/shared';
+import type { Bus, BusSubscription, ObjectStore } from '@vap/shared';
 import { startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
 import type { CallLeg } from './call-leg.js';
 import { CallSessions } from './call-sessions.js';
 import type { GatewayConfig } from './config.js';
+import { EncoderPool } from './recording/encoder-pool.js';
+import { RecordingArchiver } from './recording/recording-archiver.js';
 import { attachTwilioMediaStreams } from './twilio/media-stream-server.js';
 import { OutboundPacer } from './twilio/pacer.js';
 
@@ -40,6 +42,8 @@ export async function startMediaGateway(
     onCall?: (leg: CallLeg) => void;
     /** Provider endpoints; default: from the config's keys, simulators for the rest. */
     providers?: ProviderRuntime;
+    /** Where call recordings go; default: the store `config.recordings` describes. */
+    recordingStore?: ObjectStore;
   },
 ): Promise<MediaGateway> {
   const app: FastifyInstance = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
@@ -54,9 +58,20 @@ export async function startMediaGateway(
   const gatewayId = newId('gw');
   const ownProviders = !deps.providers;
   const providers = deps.providers ?? (await startProviders(config.providers));
+  // Encoder workers start on the first recorded call; a gateway that records nothing runs none.
+  const encoders = new EncoderPool({ size: config.recordingEncoderWorkers, logger: deps.logger });
+  const recordings = new RecordingArchiver({ store: deps.recordingStore ?? createObjectStore(config.recordings), encoders });
   const sessions = deps.onCall
     ? undefined
-    : new CallSessions({ bus: deps.bus, logger: deps.logger, gatewayId, endpoints: providers.endpoints, heartbeatIntervalMs: config.heartbeatIntervalMs, ttsFirstByteTimeoutMs: config.ttsFirstByteTimeoutMs });
+    : new CallSessions({
+        bus: deps.bus,
+        logger: deps.logger,
+        gatewayId,
+        endpoints: providers.endpoints,
+        heartbeatIntervalMs: config.heartbeatIntervalMs,
+        ttsFirstByteTimeoutMs: config.ttsFirstByteTimeoutMs,
+        recordings,
+      });
   const onCall = deps.onCall ?? ((leg: CallLeg) => sessions!.handle(leg));
   const twilio = attachTwilioMediaStreams(app.server, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
   app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: twilio.activeLegs }));
@@ -81,8 +96,9 @@ export async function startMediaGateway(
     providers,
     close: async () => {
       await Promise.all(subs.map((s) => s.close()));
-      // End live calls first, so each final record reaches the control plane.
+      // End live calls first, so each final record (and recording) reaches the control plane.
       await sessions?.close();
+      await encoders.close();
       await twilio.close();
       if (ownProviders) await providers.close();
       pacer.stop();

@@ -67,6 +67,8 @@ export class TwilioLeg implements CallLeg {
   private readonly audioListeners: ((mulaw: Uint8Array) => void)[] = [];
   private readonly dtmfListeners: ((digit: string) => void)[] = [];
   private readonly markListeners: ((name: string) => void)[] = [];
+  private readonly sentListeners: ((frame: Uint8Array, atMs: number) => void)[] = [];
+  private readonly clearedListeners: ((atMs: number) => void)[] = [];
   private readonly endListeners: ((reason: LegEndReason) => void)[] = [];
   /** Marks sent to Twilio and not echoed yet (name → count: names may repeat). */
   private readonly outstanding = new Map<string, number>();
@@ -86,7 +88,11 @@ export class TwilioLeg implements CallLeg {
     this.tracks = Object.freeze([...s.tracks]);
     this.log = opts.logger.child({ provider: 'twilio', callSid: this.callSid, streamSid: this.streamSid });
     this.stream = opts.pacer.register({
-      sendFrame: (frame) => this.send(mediaMessage(this.streamSid, frame)),
+      sendFrame: (frame) => {
+        if (!this.send(mediaMessage(this.streamSid, frame))) return;
+        const at = performance.now();
+        for (const l of this.sentListeners) this.call((f: Uint8Array) => l(f, at), frame);
+      },
       sendMark: (name) => {
         bump(this.outstanding, name);
         this.send(markMessage(this.streamSid, name));
@@ -117,6 +123,14 @@ export class TwilioLeg implements CallLeg {
     this.markListeners.push(listener);
   }
 
+  onAudioSent(listener: (frame: Uint8Array, atMs: number) => void): void {
+    this.sentListeners.push(listener);
+  }
+
+  onCleared(listener: (atMs: number) => void): void {
+    this.clearedListeners.push(listener);
+  }
+
   /** Fires once; registering after the end calls the listener on the next microtask. */
   onEnd(listener: (reason: LegEndReason) => void): void {
     const reason = this.endReason;
@@ -144,7 +158,7 @@ export class TwilioLeg implements CallLeg {
     this.stream.clear();
     for (const [name, n] of this.outstanding) bump(this.cut, name, n);
     this.outstanding.clear();
-    this.send(clearMessage(this.streamSid));
+    if (this.send(clearMessage(this.streamSid))) this.emit(this.clearedListeners, performance.now());
   }
 
   get queuedMs(): number {
@@ -193,8 +207,11 @@ export class TwilioLeg implements CallLeg {
     for (const listener of this.endListeners.splice(0)) this.call(listener, reason);
   }
 
-  private send(text: string): void {
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(text);
+  /** False when the socket is no longer open (nothing was sent). */
+  private send(text: string): boolean {
+    if (this.socket.readyState !== WebSocket.OPEN) return false;
+    this.socket.send(text);
+    return true;
   }
 
   private onMessage(data: RawData, isBinary: boolean): void {
