@@ -151,6 +151,11 @@ describe('recordings in the local store', () => {
     expect(file.headers.get('cache-control')).toMatch(/^private, max-age=(359\d|3600)$/);
     expect(new Uint8Array(await file.arrayBuffer())).toEqual(bytes);
 
+    const head = await fetch(link.url, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-length')).toBe(String(bytes.byteLength));
+    expect((await head.arrayBuffer()).byteLength).toBe(0);
+
     // A player seeking: one byte range.
     const part = await fetch(link.url, { headers: { range: 'bytes=1000-1999' } });
     expect(part.status).toBe(206);

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -69,6 +70,12 @@ export const recordingFileRoutes: FastifyPluginAsync<{ service: RecordingService
         'Cache-Control': `private, max-age=${rec.maxAgeSeconds}`,
         'Content-Disposition': `inline; filename="${conversationId}.${format}"`,
       });
+      if (req.method === 'HEAD') {
+        // Fastify would read the file to its end for HEAD, and answers length 0 for no payload;
+        // an empty stream keeps the file's length.
+        await rec.file.close();
+        return reply.header('Content-Length', String(rec.sizeBytes)).send(Readable.from([]));
+      }
       if (range) {
         reply.code(206).headers({ 'Content-Range': `bytes ${range.start}-${range.end}/${rec.sizeBytes}`, 'Content-Length': String(range.end - range.start + 1) });
         return reply.send(rec.file.createReadStream({ start: range.start, end: range.end }));
