@@ -48,6 +48,8 @@ let brokenGateway: MediaGateway;
 const agents = new Map<string, AgentConfig>();
 const conversations = new Map<string, string>();
 const ended = new Map<string, Payload<'sessionEnded'>>();
+/** performance.now() when each sessionEnded arrived. */
+const endedArrivals = new Map<string, number>();
 const errors: Payload<'sessionError'>[] = [];
 const subs: BusSubscription[] = [];
 
@@ -132,7 +134,10 @@ beforeAll(async () => {
       conversations.set(req.callSid, conversationId);
       return { ok: true, conversationId, startedAt: new Date().toISOString(), agent: { id: req.agentId, tenantId: req.tenantId, version: 1, config, llmApiKey: null }, caller: { phoneNumber: req.from, country: 'US' } };
     }),
-    bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => void ended.set(payload.conversationId, payload)),
+    bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => {
+      endedArrivals.set(payload.conversationId, performance.now());
+      ended.set(payload.conversationId, payload);
+    }),
     bus.subscribe('sessionError', SUBJECTS.sessionError.wildcard, ({ payload }) => void errors.push(payload)),
   );
   const config = loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' });
@@ -236,6 +241,28 @@ describe('call recordings', () => {
       expect(errors.filter((e) => e.conversationId === conversationId)).toEqual([]);
     },
     90_000,
+  );
+
+  it.concurrent(
+    'a gateway shutting down still encodes and stores the calls it ends before publishing them',
+    async () => {
+      const own = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' }), { bus, logger, providers, recordingStore: store });
+      const { call, connectedAt } = await dial(own, agent({ enabled: true, format: 'mp3', stereo: true }), [LINES.book]);
+      await runCallerScript(call, [{ expectAgent: true }], { speech: callerSpeechMulaw, quietMs: 300 });
+      const closedAt = performance.now();
+      await own.close();
+      const closeResolvedAt = performance.now();
+      // The record, recording included, was published before close() resolved.
+      const conversationId = conversations.get(call.callSid)!;
+      expect(endedArrivals.get(conversationId)).toBeLessThanOrEqual(closeResolvedAt);
+      const end = ended.get(conversationId)!;
+      expect(end).toMatchObject({ status: 'failed', endReason: 'gateway_shutdown' });
+      expect(end.recording).toMatchObject({ key: `${TENANT}/${conversationId}.mp3`, channels: 2 });
+      const decoded = await decodeMp3((await store.get(end.recording!.key))!);
+      expect(Math.abs((decoded.samplesDecoded / 8000) * 1000 - (closedAt - connectedAt))).toBeLessThan(300);
+      expect(onsetMs(decoded.channelData[1]!, TALKING)).toBeGreaterThanOrEqual(0); // the greeting is in it
+    },
+    60_000,
   );
 
   it.concurrent(
