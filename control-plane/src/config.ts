@@ -57,6 +57,10 @@ export const configSchema = z.object({
   WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK: int(4, 1, 100),
   WEBHOOK_POLL_INTERVAL_MS: int(2000, 50, 60_000),
   WEBHOOK_LOG_RETENTION_DAYS: int(30, 1, 3650),
+  JOBS_CONCURRENCY: int(4, 1, 256),
+  JOBS_POLL_INTERVAL_MS: int(2000, 50, 60_000),
+  OPENAI_API_KEY: optionalString,
+  OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined)),
   ADMIN_HOST: z.string().default('127.0.0.1'),
   ADMIN_PORT: int(3002, 0, 65535),
   ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
@@ -110,6 +114,10 @@ export interface ControlPlaneConfig {
     pollIntervalMs: number;
     logRetentionDays: number;
   };
+  /** Durable background jobs (post-call analysis): handlers at once in this process, and the longest pause between looks at the queue (ms). */
+  jobs: { concurrency: number; pollIntervalMs: number };
+  /** OpenAI for post-call analysis; no key: an OpenAI simulator started by the control plane (sandbox). */
+  openai: { apiKey: string | undefined; baseUrl: string | undefined };
   admin: {
     host: string;
     port: number;
@@ -200,6 +208,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
       logRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
     },
+    jobs: { concurrency: e.JOBS_CONCURRENCY, pollIntervalMs: e.JOBS_POLL_INTERVAL_MS },
+    openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, token: e.ADMIN_TOKEN },
     recordings: Object.freeze(recordings),
   });

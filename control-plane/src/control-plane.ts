@@ -9,10 +9,13 @@ import { openDatabase, runMigrations } from './db/database.js';
 import type { Database } from './db/database.js';
 import { startEmbeddedPostgres } from './db/embedded-postgres.js';
 import type { EmbeddedDatabase } from './db/embedded-postgres.js';
+import { ANALYSIS_JOB, AnalysisJobHandler } from './modules/conversations/analysis-job.js';
+import { startAnalysisLlms } from './modules/conversations/analysis-llm.js';
 import { startCallHandling } from './modules/conversations/call-handlers.js';
 import { RecordingRetention } from './modules/conversations/recording-retention.js';
 import { Housekeeping } from './modules/housekeeping/housekeeping.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
+import { JobRunner } from './modules/jobs/job-runner.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { loadTwilioAuthToken } from './modules/telephony/twilio-credentials.js';
 import type { TwilioAuth } from './modules/telephony/twilio-credentials.js';
@@ -94,6 +97,12 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     housekeeping.start();
     // Bus handlers of live calls and the lost-gateway watchdog (modules/conversations).
     const calls = startCallHandling({ db: database.db, bus: deps.bus, secrets, log, outbox, watchdog: { intervalMs: config.callWatchdogIntervalMs } });
+    // Durable background jobs: post-call analysis on OpenAI (OPENAI_API_KEY) or a simulator started here (sandbox).
+    const analysisLlms = await startAnalysisLlms(config.openai);
+    log.info({ llm: analysisLlms.describe() }, 'post-call analysis ready');
+    const jobs = new JobRunner({ pool: database.pool, log: log.child({ module: 'jobs' }), concurrency: config.jobs.concurrency, pollIntervalMs: config.jobs.pollIntervalMs });
+    jobs.register(ANALYSIS_JOB, new AnalysisJobHandler({ db: database.db, bus: deps.bus, outbox, llms: analysisLlms, log: log.child({ module: 'analysis' }) }).handle);
+    await jobs.start();
     await dispatcher?.start();
     return {
       app,
@@ -108,6 +117,8 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
         await app.close();
         await admin?.close();
         await calls.close();
+        await jobs.stop();
+        await analysisLlms.close();
         await dispatcher?.stop();
         await housekeeping.stop();
         if (recordings instanceof S3ObjectStore) await recordings.close();

@@ -27,7 +27,7 @@ export const ANALYSIS_SCHEMA_NAME = 'conversation_analysis';
  * `summaryEnabled` false) is null; so is a field the model never got right (never stored
  * invalid). `customFields` has every configured field: an enum value is one of its options or null.
  */
-export interface ConversationAnalysis {
+export type ConversationAnalysis = {
   sentiment: Sentiment | null;
   sentimentScore: number | null;
   sentimentBreakdown: { agent: number; user: number } | null;
@@ -38,7 +38,7 @@ export interface ConversationAnalysis {
   customFields: Record<string, string | null>;
   callQualityScore: number | null;
   agentPerformanceNotes: string | null;
-}
+};
 
 /** The top-level fields each switch turns on; the rest are always asked for. */
 export const ANALYSIS_PARTS = {

@@ -4,6 +4,7 @@ import type { Bus, BusSubscription } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import type { SecretBox } from '../../secret-box.js';
 import { EventOutbox } from '../webhooks/event-outbox.js';
+import { enqueueAnalysis } from './analysis-job.js';
 import { CallService } from './call-service.js';
 import type { LostCallRules } from './call-service.js';
 import { ConversationRepository } from './repository.js';
@@ -82,7 +83,9 @@ export function startCallHandling(deps: {
   heartbeatSettleMs?: number;
 }): CallHandling {
   const log = deps.log.child({ module: 'calls' });
-  const calls = new CallService({ repo: new ConversationRepository(deps.db), bus: deps.bus, secrets: deps.secrets, log, outbox: deps.outbox ?? new EventOutbox(), ...(deps.now ? { now: deps.now } : {}) });
+  // Post-call analysis is enqueued in the end record's transaction; a JobRunner (control-plane.ts) runs it.
+  const onFinished = [enqueueAnalysis];
+  const calls = new CallService({ repo: new ConversationRepository(deps.db), bus: deps.bus, secrets: deps.secrets, log, outbox: deps.outbox ?? new EventOutbox(), onFinished, ...(deps.now ? { now: deps.now } : {}) });
   const watchdog = new GatewayWatchdog({ calls, log, ...(deps.watchdog ? deps.watchdog : {}) });
   const subscription = subscribeCallHandlers(deps.bus, calls, log, deps.heartbeatSettleMs === undefined ? {} : { heartbeatSettleMs: deps.heartbeatSettleMs });
   if (deps.watchdog !== false) watchdog.start();

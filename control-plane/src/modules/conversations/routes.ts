@@ -10,6 +10,7 @@ import {
   agentIdParams,
   agentStatsQuery,
   agentStatsSchema,
+  analysisSchema,
   conversationIdParams,
   conversationSchema,
   costsSchema,
@@ -100,5 +101,16 @@ export const conversationRoutes: FastifyPluginAsync<{ service: ConversationServi
       response: { 200: costsSchema, ...problemResponses(401, 403, 404, 409, 429) },
     },
     handler: async (req) => service.costs(principalOf(req), req.params.conversationId),
+  });
+
+  r.get('/conversations/:conversationId/analysis', {
+    config: READ,
+    schema: {
+      tags,
+      summary: 'Get the post-call AI analysis (409 while it is pending or running; 404 analysis-not-found when there is none)',
+      params: conversationIdParams,
+      response: { 200: analysisSchema, ...problemResponses(401, 403, 404, 409, 429) },
+    },
+    handler: async (req) => service.analysis(principalOf(req), req.params.conversationId),
   });
 };

@@ -12,6 +12,35 @@ export const costSummarySchema = z
   .object({ totalUsd: z.number(), llmUsd: z.number(), ttsUsd: z.number(), sttUsd: z.number(), telephonyUsd: z.number() })
   .meta({ id: 'ConversationCostSummary' });
 
+const sentimentSchema = z.enum(['positive', 'neutral', 'negative']).nullable();
+const sentimentScoreSchema = z.number().min(-1).max(1).nullable().describe('-1 very negative … 1 very positive; null when sentimentAnalysis is off');
+const analysisCustomFieldsSchema = z
+  .record(z.string(), z.string().nullable())
+  .describe("Every custom field of the agent's analysisConfig: an enum value is one of its options; null when the conversation did not tell or no valid value was produced");
+
+/** A conversation's `analysis`: the spec's summary fields. Parts switched off are null. */
+export const analysisSummarySchema = z
+  .object({ sentiment: sentimentSchema, sentimentScore: sentimentScoreSchema, intent: z.string().nullable(), summary: z.string().nullable(), customFields: analysisCustomFieldsSchema })
+  .meta({ id: 'ConversationAnalysisSummary' });
+
+/** Spec "Analysis". A part switched off in analysisConfig is null, as is a field the model never got valid. */
+export const analysisSchema = z
+  .object({
+    conversationId: z.string(),
+    completedAt: z.string(),
+    sentiment: sentimentSchema,
+    sentimentScore: sentimentScoreSchema,
+    sentimentBreakdown: z.object({ agent: z.number().min(-1).max(1), user: z.number().min(-1).max(1) }).nullable(),
+    intent: z.string().nullable().describe('snake_case label of what the caller wanted; null when intentDetection is off'),
+    entities: z.array(z.object({ type: z.string(), value: z.string() })).nullable(),
+    summary: z.string().nullable().describe('null when summaryEnabled is off'),
+    topics: z.array(z.string()).nullable(),
+    customFields: analysisCustomFieldsSchema,
+    callQualityScore: z.number().min(0).max(10).nullable().describe('0 poor … 10 excellent'),
+    agentPerformanceNotes: z.string().nullable(),
+  })
+  .meta({ id: 'ConversationAnalysis' });
+
 const recordingSchema = z.object({
   available: z.boolean(),
   durationSeconds: z.number().int().nullable(),
@@ -38,7 +67,7 @@ export const conversationSchema = z
     caller: callerSchema,
     metadata: z.record(z.string(), z.unknown()),
     cost: costSummarySchema.nullable().describe('null while in progress, or when the gateway was lost before reporting usage'),
-    analysis: z.record(z.string(), z.unknown()).nullable().describe('null until the AI analysis has run'),
+    analysis: analysisSummarySchema.nullable().describe('null until the AI analysis is done (see GET …/analysis for all its fields)'),
     recording: recordingSchema,
     tags: z.array(z.string()),
     outcome: z.string().nullable(),
@@ -164,6 +193,8 @@ export type ConversationView = z.infer<typeof conversationSchema>;
 export type MessagesView = z.infer<typeof messagesSchema>;
 export type TranscriptView = z.infer<typeof transcriptSchema>;
 export type CostsView = z.infer<typeof costsSchema>;
+export type AnalysisView = z.infer<typeof analysisSchema>;
+export type AnalysisSummaryView = z.infer<typeof analysisSummarySchema>;
 
 /** `GET /agents/{agentId}/stats`: the list's date filters (same meaning, same validation). */
 export const agentStatsQuery = z

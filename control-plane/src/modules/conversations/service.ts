@@ -2,10 +2,11 @@ import { AppError, validationError } from '@vap/shared';
 import type { ObjectStore } from '@vap/shared';
 import { toPage } from '../../http/pagination.js';
 import type { Principal } from '../auth/principal.js';
+import { analysisSummaryOf, readAnalysis } from './analysis-view.js';
 import { callerOf, costSummaryOf } from './events.js';
 import type { ConversationRepository, ConversationRow } from './repository.js';
 import { MAX_TAGS, dateRange } from './schemas.js';
-import type { AgentStatsQuery, AgentStatsView, ConversationView, CostsView, ListConversationsQuery, MessagesView, OUTCOMES, TranscriptView } from './schemas.js';
+import type { AgentStatsQuery, AgentStatsView, AnalysisView, ConversationView, CostsView, ListConversationsQuery, MessagesView, OUTCOMES, TranscriptView } from './schemas.js';
 
 function notFound(id: string): AppError {
   return new AppError('conversation-not-found', `Conversation ${id} was not found.`);
@@ -122,6 +123,11 @@ export class ConversationService {
     return { conversationId: row.id, currency: c.currency, total: c.total, breakdown: { llm: c.llm, tts: c.tts, stt: c.stt, telephony: c.telephony } };
   }
 
+  /** The post-call analysis (spec "Analysis"); 409 while pending or running, 404 `analysis-not-found` when there is none (the detail says why). */
+  async analysis(p: Principal, id: string): Promise<AnalysisView> {
+    return readAnalysis(this.deps.repo.executor, await this.load(p, id));
+  }
+
   private async load(p: Principal, id: string): Promise<ConversationRow> {
     const row = await this.deps.repo.find(p.tenantId, id);
     if (!row) throw notFound(id);
@@ -145,7 +151,7 @@ function view(row: ConversationRow): ConversationView {
     caller: callerOf(row),
     metadata: row.metadata,
     cost: costSummaryOf(row),
-    analysis: row.analysis ?? null,
+    analysis: row.analysis ? analysisSummaryOf(row.analysis) : null,
     // Recordings arrive with the recording issue; until then none is available.
     recording: rec
       ? { available: rec.available === true, durationSeconds: int(rec.durationSeconds), format: str(rec.format), expiresAt: str(rec.expiresAt) }
