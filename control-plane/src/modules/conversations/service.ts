@@ -4,6 +4,7 @@ import { toPage } from '../../http/pagination.js';
 import type { Principal } from '../auth/principal.js';
 import { analysisSummaryOf, readAnalysis } from './analysis-view.js';
 import { callerOf, costSummaryOf } from './events.js';
+import { deleteRecordingObject } from './recording-retention.js';
 import type { ConversationRepository, ConversationRow } from './repository.js';
 import { MAX_TAGS, dateRange } from './schemas.js';
 import type { AgentStatsQuery, AgentStatsView, AnalysisView, ConversationView, CostsView, ListConversationsQuery, MessagesView, OUTCOMES, TranscriptView } from './schemas.js';
@@ -14,7 +15,8 @@ function notFound(id: string): AppError {
 
 const round6 = (n: number) => Math.round(n * 1e6) / 1e6;
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-const int = (v: unknown): number | null => (typeof v === 'number' && Number.isInteger(v) ? v : null);
+/** Whole seconds, as every `durationSeconds` of the API (the gateway stores recordings' to 0.01 s). */
+const seconds = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? Math.round(v) : null);
 
 /**
  * Reading conversations. Every method takes the calling principal and sees only its
@@ -30,14 +32,8 @@ export class ConversationService {
    * billing usage stays in the anonymous aggregate. 409 while the call is in progress.
    */
   async delete(p: Principal, id: string): Promise<void> {
-    const store = this.deps.recordings;
-    const result = await this.deps.repo.deleteConversation(p.tenantId, id, async (key) => {
-      // Nothing is deleted when the store cannot delete the object: the caller retries.
-      if (!store) throw new AppError('unavailable', 'No recording store is configured, so the recording cannot be deleted; nothing was deleted.');
-      await store.delete(key).catch((err: unknown) => {
-        throw new AppError('unavailable', `The recording store failed (${err instanceof Error ? err.message : String(err)}); nothing was deleted. Retry later.`);
-      });
-    });
+    // Nothing is deleted when the store cannot delete the object (503): the caller retries.
+    const result = await this.deps.repo.deleteConversation(p.tenantId, id, (key) => deleteRecordingObject(this.deps.recordings, key));
     if (result.kind === 'not-found') throw notFound(id);
     if (result.kind === 'in-progress') throw new AppError('invalid-state', `Conversation ${id} is still in progress; end the call before deleting it.`);
   }
@@ -154,7 +150,7 @@ function view(row: ConversationRow): ConversationView {
     analysis: row.analysis ? analysisSummaryOf(row.analysis) : null,
     // Recordings arrive with the recording issue; until then none is available.
     recording: rec
-      ? { available: rec.available === true, durationSeconds: int(rec.durationSeconds), format: str(rec.format), expiresAt: str(rec.expiresAt) }
+      ? { available: rec.available === true, durationSeconds: seconds(rec.durationSeconds), format: str(rec.format), expiresAt: str(rec.expiresAt) }
       : { available: false, durationSeconds: null, format: null, expiresAt: null },
     tags: row.tags,
     outcome: row.outcome,
