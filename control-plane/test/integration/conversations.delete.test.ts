@@ -1,6 +1,11 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { call } from '../helpers.js';
-import { conversationsWorld, seedCall } from './calls.fixtures.js';
+import { LocalObjectStore, newId } from '@vap/shared';
+import { call, createTenant, createTestApp } from '../helpers.js';
+import type { TestApp } from '../helpers.js';
+import { activeAgent, conversationsWorld, seedCall, startCalls } from './calls.fixtures.js';
 
 const w = conversationsWorld();
 
@@ -90,4 +95,55 @@ describe('DELETE /api/v1/conversations/{id}', () => {
     expect((await call(w.t.app, reader, 'DELETE', `/api/v1/conversations/${conversationId}`)).statusCode).toBe(403);
     expect((await rowsOf(conversationId)).conversations).toBe(1);
   });
+});
+
+describe('DELETE with a recording', () => {
+  const recorded = async (app: TestApp, tenantId: string, agentId: string, key: string) => {
+    const calls = startCalls(app.database.db, app.bus);
+    try {
+      const { conversationId } = await seedCall(app.bus, calls, tenantId, agentId, { record: { recording: { key, format: 'mp3', channels: 2, durationSeconds: 94.6, sizeBytes: 4, retentionDays: 30 } } });
+      return conversationId;
+    } finally {
+      await calls.close();
+    }
+  };
+
+  it('deletes the object from the recording store with the rows', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vap-del-'));
+    const app = await createTestApp({ env: { RECORDINGS_STORE: 'local', RECORDINGS_DIR: dir } });
+    try {
+      const tenant = await createTenant(app.database);
+      const agent = await activeAgent(app.app, tenant.key);
+      const key = `${tenant.tenantId}/${newId('conv')}.mp3`;
+      const store = new LocalObjectStore(dir);
+      await store.put(key, new Uint8Array([1, 2, 3, 4]), 'audio/mpeg');
+      const id = await recorded(app, tenant.tenantId, agent.id, key);
+      expect((await call(app.app, tenant.key, 'GET', `/api/v1/conversations/${id}/recording`)).statusCode).toBe(200);
+      expect((await call(app.app, tenant.key, 'DELETE', `/api/v1/conversations/${id}`)).statusCode).toBe(204);
+      expect(await store.exists(key)).toBe(false);
+      expect((await call(app.app, tenant.key, 'GET', `/api/v1/conversations/${id}/recording`)).statusCode).toBe(404);
+    } finally {
+      await app.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('answers 503 and deletes nothing when the store cannot delete the object', async () => {
+    // An S3 store whose endpoint refuses connections: the failure is real, at the wire.
+    const app = await createTestApp({ env: { RECORDINGS_STORE: 's3', S3_BUCKET: 'recordings', S3_ENDPOINT: 'http://127.0.0.1:9', S3_ACCESS_KEY_ID: 'x', S3_SECRET_ACCESS_KEY: 'y' } });
+    try {
+      const tenant = await createTenant(app.database);
+      const agent = await activeAgent(app.app, tenant.key);
+      const id = await recorded(app, tenant.tenantId, agent.id, `${tenant.tenantId}/x.mp3`);
+      const res = await call(app.app, tenant.key, 'DELETE', `/api/v1/conversations/${id}`);
+      expect(res.statusCode, res.body).toBe(503);
+      expect(res.json().detail).toMatch(/nothing was deleted/);
+      const left = await app.database.pool.query('select recording_key from conversations where id = $1', [id]);
+      expect(left.rows).toEqual([{ recording_key: `${tenant.tenantId}/x.mp3` }]);
+      expect((await call(app.app, tenant.key, 'GET', `/api/v1/conversations/${id}/messages`)).json().messages).toHaveLength(2);
+      expect(await app.database.pool.query('select 1 from deleted_conversation_usage where tenant_id = $1', [tenant.tenantId]).then((r) => r.rowCount)).toBe(0);
+    } finally {
+      await app.close();
+    }
+  }, 30_000);
 });
