@@ -45,7 +45,14 @@ export class EncoderPool {
   private nextId = 1;
   private closed = false;
 
-  constructor(private readonly opts: { size: number; logger: Logger }) {
+  constructor(
+    private readonly opts: {
+      size: number;
+      logger: Logger;
+      /** The worker's entry module; default `encoder-worker.mjs` (tests start others). */
+      workerUrl?: URL;
+    },
+  ) {
     if (!Number.isInteger(opts.size) || opts.size < 1) throw new Error('EncoderPool: size must be a positive integer');
     this.workerData = { mulawTable: mulawDecode(Uint8Array.from({ length: 256 }, (_, code) => code)) };
   }
@@ -96,7 +103,7 @@ export class EncoderPool {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(WORKER_URL, { workerData: this.workerData, name: 'recording-encoder' });
+    const worker = new Worker(this.opts.workerUrl ?? WORKER_URL, { workerData: this.workerData, name: 'recording-encoder' });
     const slot: Slot = { worker, job: null };
     worker.unref();
     worker.on('message', (result: EncodeResult) => {

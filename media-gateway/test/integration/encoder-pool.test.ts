@@ -85,6 +85,19 @@ describe('EncoderPool (worker threads)', () => {
     await expect(pool.encode(recording(1))).rejects.toThrow(/closed/);
   }, 30_000);
 
+  it('fails the job of a worker that dies, and starts a new worker for the next job', async () => {
+    const crashing = new EncoderPool({ size: 1, logger, workerUrl: new URL('../fixtures/crashing-encoder-worker.mjs', import.meta.url) });
+    try {
+      const first = crashing.encode(recording(1));
+      const second = crashing.encode(recording(1));
+      await expect(first).rejects.toThrow(/exited with code 3/);
+      await expect(second).rejects.toThrow(/exited with code 3/);
+      expect(crashing.pending).toBe(0);
+    } finally {
+      await crashing.close();
+    }
+  }, 30_000);
+
   it('fails the job of an encoder that throws, and carries on with the next', async () => {
     pool = new EncoderPool({ size: 1, logger });
     const bad = { ...recording(1), format: 'flac' as unknown as 'mp3' };
