@@ -24,6 +24,10 @@ export const ID_PREFIXES = {
   turn: 'transcript turn (internal)',
   gw: 'media gateway instance (internal)',
   job: 'background job (internal)',
+  ses: 'login session (internal)',
+  rt: 'refresh token (internal)',
+  mfa: 'MFA challenge (internal)',
+  rc: 'recovery code (internal)',
 } as const;
 
 export type IdPrefix = keyof typeof ID_PREFIXES;

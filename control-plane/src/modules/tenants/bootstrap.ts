@@ -50,7 +50,7 @@ export async function bootstrap(database: Database, config: ControlPlaneConfig, 
     const adminId = newId('usr');
     await database.db.transaction(async (tx) => {
       await tx.insert(tenants).values({ id: tenantId, name: b.tenantName, slug: slugify(b.tenantName), plan: b.tenantPlan });
-      await tx.insert(users).values({ id: adminId, tenantId, email: adminEmail, firstName: 'Admin', lastName: '', role: 'Admin', passwordHash });
+      await tx.insert(users).values({ id: adminId, tenantId, email: adminEmail, firstName: 'Admin', lastName: '', role: 'Admin', passwordHash, canManageApiKeys: true, canViewBilling: true, canDeleteConversations: true });
     });
     const { key } = await mintApiKey(new ApiKeyRepository(database.db), {
       tenantId,
