@@ -19,6 +19,7 @@ export interface AnalysisLlms {
   pick(llm: { provider: string; model: string }): { llm: LlmProvider; model: string };
 }
 
+/** Analysis LLMs on one OpenAI endpoint (real or simulated); tests pass their own simulator's. No retry wrapper: the job queue retries. */
 export function analysisLlms(endpoint: ProviderEndpoint): AnalysisLlms {
   const adapter = new OpenAiLlm({ apiKey: endpoint.apiKey, baseUrl: endpoint.baseUrl, timeoutMs: ANALYSIS_LLM_TIMEOUT_MS });
   return {
