@@ -100,7 +100,7 @@ describe('the record of a sandbox call', () => {
     expect(costs.total).toBeCloseTo(costs.breakdown.llm.cost + costs.breakdown.tts.cost + costs.breakdown.stt.cost + costs.breakdown.telephony.cost, 6);
 
     // Post-call analysis runs as a background job after the call.
-    await expect.poll(async () => (await p.api('GET', `/api/v1/conversations/${id}/analysis`)).status, { timeout: 20_000 }).toBe(200);
+    await expect.poll(async () => (await p.api('GET', `/api/v1/conversations/${id}/analysis`)).status, { timeout: 30_000 }).toBe(200);
     const analysis = (await p.api('GET', `/api/v1/conversations/${id}/analysis`)).body;
     expect(analysis).toMatchObject({ conversationId: id, sentiment: expect.stringMatching(/^(positive|neutral|negative)$/), intent: expect.any(String), summary: expect.any(String) });
     expect(['booking', 'complaint', 'other']).toContain(analysis.customFields.reason);
