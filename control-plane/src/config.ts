@@ -61,6 +61,8 @@ export const configSchema = z.object({
   JOBS_POLL_INTERVAL_MS: int(2000, 50, 60_000),
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined)),
+  SMTP_URL: z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional().or(z.literal('').transform(() => undefined)),
+  MAIL_FROM: optionalString.pipe(z.string().regex(/@/, 'must be an address such as "Voice Agent Platform <no-reply@example.com>"').optional()),
   ADMIN_HOST: z.string().default('127.0.0.1'),
   ADMIN_PORT: int(3002, 0, 65535),
   ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
@@ -118,6 +120,8 @@ export interface ControlPlaneConfig {
   jobs: { concurrency: number; pollIntervalMs: number };
   /** OpenAI for post-call analysis; no key: an OpenAI simulator started by the control plane (sandbox). */
   openai: { apiKey: string | undefined; baseUrl: string | undefined };
+  /** Outgoing email (invitations): SMTP when `smtpUrl` is set, else captured as .eml files under DATA_DIR/mail. */
+  mail: { smtpUrl: string | undefined; from: string };
   admin: {
     host: string;
     port: number;
@@ -210,6 +214,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     jobs: { concurrency: e.JOBS_CONCURRENCY, pollIntervalMs: e.JOBS_POLL_INTERVAL_MS },
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
+    mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM ?? 'Voice Agent Platform <no-reply@localhost>' },
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, token: e.ADMIN_TOKEN },
     recordings: Object.freeze(recordings),
   });
