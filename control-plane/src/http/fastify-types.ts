@@ -1,4 +1,5 @@
 import type { Scope } from '@vap/shared';
+import type { UserRight } from '../modules/auth/permissions.js';
 import type { Principal } from '../modules/auth/principal.js';
 
 /** What a route declares about access; read by the auth hook and rendered into OpenAPI. */
@@ -14,6 +15,11 @@ export interface RouteAccess {
    * them as their permissions (spec "User").
    */
   permission?: 'canManageApiKeys' | 'canDeleteConversations';
+  /**
+   * A user-only right (see auth/permissions.ts): only a signed-in user whose role (and
+   * permissions) hold it passes; API keys get 403. Declare it with `scope: false`.
+   */
+  right?: UserRight;
   /** POSTs that create or act: `Idempotency-Key` is honoured. */
   idempotent?: boolean;
 }

@@ -6,7 +6,8 @@ type Transform = typeof jsonSchemaTransform;
 
 /**
  * Adds what the auth hook enforces to each operation of the OpenAPI document: the
- * bearer requirement, `x-required-scope`, `x-required-permission` and `x-idempotent`,
+ * bearer requirement, `x-required-scope`, `x-required-permission`, `x-required-right`
+ * (user-only rights) and `x-idempotent`,
  * so the document and the behaviour come from the same route declaration.
  */
 export function openApiTransform(base: Transform): Transform {
@@ -20,7 +21,12 @@ export function openApiTransform(base: Transform): Transform {
       extra.security = [{ bearerAuth: [] }];
       extra['x-required-scope'] = access.scope === false ? null : access.scope;
       if (access.permission) extra['x-required-permission'] = access.permission;
-      const need = access.scope ? `scope \`${access.scope}\`` : `permission \`${access.permission}\``;
+      if (access.right) extra['x-required-right'] = access.right;
+      const need = access.scope
+        ? `scope \`${access.scope}\``
+        : access.right
+          ? `a signed-in user holding the right \`${access.right}\` (API keys cannot use it)`
+          : `permission \`${access.permission}\``;
       extra.description = `${(schema.description as string | undefined) ?? ''}${schema.description ? '\n\n' : ''}Requires ${need}.`;
     } else {
       extra.security = [];

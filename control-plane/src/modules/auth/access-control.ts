@@ -24,7 +24,8 @@ export function rateLimitFor(p: Principal, limits: PlanLimits): number {
  * public routes are counted but not authenticated.
  *
  * Every `/api/` route must declare `config.scope` (a scope, or null for public): a route
- * that forgets is refused at start-up rather than left open.
+ * that forgets is refused at start-up rather than left open. Users pass the scope check
+ * with the scopes their role allows; `config.right` (user-only rights) admits users only.
  */
 export function registerAccessControl(app: FastifyInstance, deps: { authenticator: Authenticator; rateLimiter: RateLimiter; limits: PlanLimits; now: () => number }): void {
   app.decorateRequest('principal', null);
@@ -32,6 +33,12 @@ export function registerAccessControl(app: FastifyInstance, deps: { authenticato
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/api/') && route.config?.scope === undefined && route.method !== 'HEAD') {
       throw new Error(`Route ${String(route.method)} ${route.url} does not declare config.scope`);
+    }
+    if (route.config?.right && route.config.scope !== false) {
+      throw new Error(`Route ${String(route.method)} ${route.url} declares config.right, so its scope must be false`);
+    }
+    if (route.config?.scope === false && !route.config.right && !route.config.permission) {
+      throw new Error(`Route ${String(route.method)} ${route.url} has no scope, so it must declare config.right or config.permission`);
     }
   });
 
@@ -66,6 +73,12 @@ export function registerAccessControl(app: FastifyInstance, deps: { authenticato
     }
     if (access.permission && !auth.principal[access.permission]) {
       throw new AppError('forbidden', `This operation requires the permission ${access.permission}.`);
+    }
+    if (access.right) {
+      if (auth.principal.kind !== 'user') throw new AppError('forbidden', 'This operation is for signed-in users; API keys cannot use it.');
+      if (!auth.principal.rights.has(access.right)) {
+        throw new AppError('forbidden', `The role ${String(auth.principal.role)} does not allow this operation (right ${access.right}).`);
+      }
     }
     req.principal = auth.principal;
   });

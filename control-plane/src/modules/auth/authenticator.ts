@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Scope } from '@vap/shared';
 import type { Plan } from '../../db/schema/tenants.js';
 import { hashKey, parseKey } from '../api-keys/key-material.js';
+import { apiKeyRights } from './permissions.js';
 import type { AuthResult } from './principal.js';
 
 interface KeyRow {
@@ -68,6 +69,7 @@ export class Authenticator {
         .query(`update api_keys set last_used_at = now() where id = $1 and (last_used_at is null or last_used_at < now() - interval '60 seconds')`, [row.id])
         .catch(() => undefined);
     }
+    const rights = apiKeyRights(row.scopes, row.can_manage_api_keys);
     return {
       ok: true,
       windowCount: row.window_count ?? 1,
@@ -77,9 +79,13 @@ export class Authenticator {
         tenantId: row.tenant_id,
         plan: row.plan,
         rateLimitPerMinute: row.rate_limit_per_minute,
+        role: null,
+        sessionId: null,
+        rights,
         scopes: new Set(row.scopes),
-        canManageApiKeys: row.can_manage_api_keys,
-        canDeleteConversations: true,
+        canManageApiKeys: rights.has('api-keys:manage'),
+        canViewBilling: rights.has('billing:read'),
+        canDeleteConversations: rights.has('conversations:delete'),
       },
     };
   }
