@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SCOPES } from '@vap/shared';
+import type { Scope } from '@vap/shared';
+import { USER_RIGHTS } from '../../src/modules/auth/permissions.js';
+import type { UserRight } from '../../src/modules/auth/permissions.js';
+import { call, createTenant, createTestApp } from '../helpers.js';
+import type { TestApp, TestTenant } from '../helpers.js';
+
+/**
+ * The every-route walk (issue 3): every operation of the OpenAPI document under /api/v1
+ * that is not public answers 401 without credentials and 403 to a caller lacking what it
+ * needs, and passes the auth hook for a caller holding exactly that. Routes come from the
+ * app itself, so a route added later is walked without anyone editing this file, and a
+ * new public or undocumented route fails until it is listed here on purpose.
+ */
+
+/** Operations that take no credential, on purpose. Add a route here only if it must be public. */
+const PUBLIC_OPERATIONS = new Set<string>([
+  'GET /api/v1/openapi.json',
+  'POST /api/v1/webhooks/twilio/voice',
+  'POST /api/v1/webhooks/twilio/status',
+  'POST /api/v1/auth/login',
+  'POST /api/v1/auth/refresh',
+  'POST /api/v1/auth/logout',
+  'POST /api/v1/auth/mfa/verify',
+  'POST /api/v1/auth/mfa/fido2/challenge',
+  'POST /api/v1/auth/mfa/fido2/verify',
+  'POST /api/v1/users/invitations/accept',
+  'POST /api/v1/auth/invitations/accept',
+]);
+
+/** /api routes the OpenAPI document leaves out (all public: carrier callbacks and the document itself). */
+const HIDDEN_OPERATIONS = new Set<string>(['GET /api/v1/openapi.json', 'POST /api/v1/webhooks/twilio/voice', 'POST /api/v1/webhooks/twilio/status']);
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+interface Op {
+  method: Method;
+  path: string;
+  scope: Scope | null;
+  permission: 'canManageApiKeys' | 'canDeleteConversations' | undefined;
+  right: UserRight | undefined;
+}
+
+let t: TestApp;
+let tenant: TestTenant;
+let ops: Op[];
+let publicOps: string[];
+
+/** Every METHOD /path the app serves, read from Fastify's route tree (HEAD left out: it follows GET). */
+function servedRoutes(tree: string): string[] {
+  const out: string[] = [];
+  const stack: string[] = [];
+  for (const line of tree.split('\n')) {
+    const m = /^((?:│ {3}| {4})*)[├└]── (.+?) \(([A-Z, ]+)\)$/.exec(line);
+    if (!m) continue;
+    const depth = m[1]!.length / 4;
+    stack.length = depth;
+    const path = (stack[depth - 1] ?? '') + m[2]!;
+    stack[depth] = path;
+    for (const method of m[3]!.split(', ')) if (method !== 'HEAD') out.push(`${method} ${path.replace(/:(\w+)/g, '{$1}')}`);
+  }
+  return out;
+}
+
+/** A concrete URL: ids that do not exist, numbers that parse (auth runs before both matter). */
+function concrete(path: string): string {
+  return path.replace(/\{versionNumber\}/g, '1').replace(/\{[^}]+\}/g, 'agt_00000000000000000000000000');
+}
+
+function send(key: string | null, op: Op) {
+  const body = op.method === 'POST' || op.method === 'PATCH' || op.method === 'PUT' ? {} : undefined;
+  return call(t.app, key, op.method, concrete(op.path), body);
+}
+
+beforeAll(async () => {
+  t = await createTestApp({ env: { RATE_LIMIT_ANONYMOUS: '100000' } });
+  tenant = await createTenant(t.database);
+  const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{ paths: Record<string, Record<string, Record<string, unknown>>> }>();
+  ops = [];
+  publicOps = [];
+  for (const [path, byMethod] of Object.entries(doc.paths)) {
+    if (!path.startsWith('/api/v1/')) continue;
+    for (const [m, op] of Object.entries(byMethod)) {
+      const method = m.toUpperCase() as Method;
+      const security = op.security as unknown[] | undefined;
+      if (security && security.length === 0) {
+        publicOps.push(`${method} ${path}`);
+        continue;
+      }
+      ops.push({
+        method,
+        path,
+        scope: (op['x-required-scope'] as Scope | null | undefined) ?? null,
+        permission: op['x-required-permission'] as Op['permission'],
+        right: op['x-required-right'] as UserRight | undefined,
+      });
+    }
+  }
+});
+afterAll(async () => t.close());
+
+describe('every /api/v1 route', () => {
+  it('is in the OpenAPI document (or a listed hidden public route), so the walk sees it', () => {
+    const documented = new Set([...ops.map((o) => `${o.method} ${o.path}`), ...publicOps]);
+    const served = servedRoutes(t.app.printRoutes({ commonPrefix: false })).filter((r) => r.split(' ')[1]!.startsWith('/api/'));
+    expect(served.length).toBeGreaterThan(30);
+    for (const route of served) expect(documented.has(route) || HIDDEN_OPERATIONS.has(route), `${route} is served but not documented`).toBe(true);
+  });
+
+  it('is public only when listed as public here', () => {
+    for (const op of publicOps) expect(PUBLIC_OPERATIONS.has(op), `${op} takes no credential`).toBe(true);
+  });
+
+  it('declares what it needs: a scope, a permission or a user-only right', () => {
+    expect(ops.length).toBeGreaterThan(30);
+    for (const op of ops) {
+      const where = `${op.method} ${op.path}`;
+      if (op.scope !== null) expect(SCOPES, where).toContain(op.scope);
+      else expect(op.permission !== undefined || op.right !== undefined, `${where} needs nothing`).toBe(true);
+      if (op.right !== undefined) expect(USER_RIGHTS, where).toContain(op.right);
+    }
+  });
+
+  it('answers 401 without credentials and with a malformed or unknown credential, before validating anything', async () => {
+    for (const op of ops) {
+      const where = `${op.method} ${op.path}`;
+      const anon = await send(null, op);
+      expect(anon.statusCode, `${where} without credentials`).toBe(401);
+      expect(anon.json(), where).toMatchObject({ type: expect.stringMatching(/\/errors\/unauthorized$/), status: 401 });
+      const unknown = await send('svc_sb_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', op);
+      expect(unknown.statusCode, `${where} with an unknown key`).toBe(401);
+    }
+  });
+
+  it('answers 403 to an API key holding everything but what the route needs, and lets one with exactly that through', async () => {
+    const everything = await tenant.mintKey({ scopes: [...SCOPES], canManageApiKeys: true });
+    const withoutScope = new Map<Scope, string>();
+    for (const s of SCOPES) withoutScope.set(s, (await tenant.mintKey({ scopes: SCOPES.filter((x) => x !== s), canManageApiKeys: true })).key);
+    const noManage = await tenant.mintKey({ scopes: [...SCOPES], canManageApiKeys: false });
+    const onlyManage = await tenant.mintKey({ scopes: [], canManageApiKeys: true });
+    const onlyScope = new Map<Scope, string>();
+    for (const s of SCOPES) onlyScope.set(s, (await tenant.mintKey({ scopes: [s], canManageApiKeys: false })).key);
+
+    for (const op of ops) {
+      const where = `${op.method} ${op.path}`;
+      if (op.right) {
+        // User-only rights: no API key passes, however powerful.
+        const res = await send(everything.key, op);
+        expect(res.statusCode, `${where} with an all-powerful key`).toBe(403);
+        expect(res.json().detail, where).toMatch(/signed-in users/);
+        continue;
+      }
+      const lacking = op.scope ? withoutScope.get(op.scope)! : noManage.key;
+      const denied = await send(lacking, op);
+      expect(denied.statusCode, `${where} lacking ${op.scope ?? op.permission}`).toBe(403);
+      expect(denied.json(), where).toMatchObject({ type: expect.stringMatching(/\/errors\/forbidden$/), status: 403 });
+
+      const holding = op.scope ? onlyScope.get(op.scope)! : onlyManage.key;
+      const passed = await send(holding, op);
+      expect([401, 403], `${where} holding exactly ${op.scope ?? op.permission} (${passed.body})`).not.toContain(passed.statusCode);
+    }
+  });
+});
