@@ -22,6 +22,13 @@ import { apiKeyRoutes } from './modules/api-keys/routes.js';
 import { ApiKeyService } from './modules/api-keys/service.js';
 import { registerAccessControl } from './modules/auth/access-control.js';
 import { Authenticator } from './modules/auth/authenticator.js';
+import { ACCESS_TOKEN_AUDIENCE, ACCESS_TOKEN_TTL_SECONDS, AccessTokens } from './modules/auth/access-tokens.js';
+import { JwtKeys } from './modules/auth/jwt-keys.js';
+import { LoginService } from './modules/auth/login-service.js';
+import { LoginThrottle } from './modules/auth/login-throttle.js';
+import { MfaTokens } from './modules/auth/mfa-tokens.js';
+import { sessionRoutes } from './modules/auth/session-routes.js';
+import { SessionService } from './modules/auth/session-service.js';
 import { ConversationRepository } from './modules/conversations/repository.js';
 import { conversationRoutes } from './modules/conversations/routes.js';
 import { ConversationService } from './modules/conversations/service.js';
@@ -98,7 +105,14 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
 
   const pool = deps.database.pool;
   const now = deps.now ?? Date.now;
-  registerAccessControl(app, { authenticator: new Authenticator(pool), rateLimiter: new RateLimiter(pool, now), limits: config.rateLimits, now });
+  // Login sessions: signing keys shared through the database (a retired key verifies a little
+  // longer than a token lives plus the key cache), sessions, MFA tokens and the login throttle.
+  const jwtKeys = new JwtKeys({ pool, secrets: deps.secrets, now, retiredKeyGraceMs: (ACCESS_TOKEN_TTL_SECONDS + 120) * 1000 });
+  const accessTokens = new AccessTokens(jwtKeys, { issuer: config.publicUrl, audience: ACCESS_TOKEN_AUDIENCE, now });
+  const sessions = new SessionService({ db: deps.database.db, tokens: accessTokens, now, refreshTokenTtlMs: config.auth.refreshTokenTtlMs, sessionMaxAgeMs: config.auth.sessionMaxAgeMs });
+  const mfaTokens = new MfaTokens(deps.database.db, { now });
+  const login = new LoginService({ db: deps.database.db, sessions, mfaTokens, throttle: new LoginThrottle(pool, config.auth.login, now) });
+  registerAccessControl(app, { authenticator: new Authenticator(pool, { tokens: accessTokens, now }), rateLimiter: new RateLimiter(pool, now), limits: config.rateLimits, now });
   registerIdempotency(app, new IdempotencyStore(pool));
   registerErrorDocs(app);
 
@@ -139,6 +153,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       api.get('/openapi.json', { config: { scope: null }, schema: { hide: true } }, async () => app.swagger());
       await api.register(agentRoutes, { service: agents });
       await api.register(apiKeyRoutes, { service: apiKeys });
+      await api.register(sessionRoutes, { login, sessions, keys: jwtKeys });
       await api.register(conversationRoutes, { service: conversations });
       await api.register(recordingRoutes, { service: recordings });
       await api.register(webhookRoutes, { service: webhooks });

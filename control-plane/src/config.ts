@@ -63,6 +63,11 @@ export const configSchema = z.object({
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined)),
   SMTP_URL: z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional().or(z.literal('').transform(() => undefined)),
   MAIL_FROM: optionalString.pipe(z.string().regex(/@/, 'must be an address such as "Voice Agent Platform <no-reply@example.com>"').optional()),
+  AUTH_REFRESH_TOKEN_DAYS: int(14, 1, 365),
+  AUTH_SESSION_MAX_DAYS: int(30, 1, 365),
+  AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT: int(5, 1, 1000),
+  AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS: int(50, 1, 1_000_000),
+  AUTH_LOGIN_LOCK_MINUTES: int(15, 1, 1440),
   ADMIN_HOST: z.string().default('127.0.0.1'),
   ADMIN_PORT: int(3002, 0, 65535),
   ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
@@ -122,6 +127,15 @@ export interface ControlPlaneConfig {
   openai: { apiKey: string | undefined; baseUrl: string | undefined };
   /** Outgoing email (invitations): SMTP when `smtpUrl` is set, else captured as .eml files under DATA_DIR/mail. */
   mail: { smtpUrl: string | undefined; from: string };
+  /**
+   * Login sessions: refresh-token life and the absolute session life (ms); the login
+   * throttle: failures per account and per address within `windowMs` that lock it for `lockMs`.
+   */
+  auth: {
+    refreshTokenTtlMs: number;
+    sessionMaxAgeMs: number;
+    login: { accountMaxFailures: number; addressMaxFailures: number; windowMs: number; lockMs: number };
+  };
   admin: {
     host: string;
     port: number;
@@ -215,6 +229,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     jobs: { concurrency: e.JOBS_CONCURRENCY, pollIntervalMs: e.JOBS_POLL_INTERVAL_MS },
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM ?? 'Voice Agent Platform <no-reply@localhost>' },
+    auth: {
+      refreshTokenTtlMs: e.AUTH_REFRESH_TOKEN_DAYS * 86_400_000,
+      sessionMaxAgeMs: Math.max(e.AUTH_SESSION_MAX_DAYS, e.AUTH_REFRESH_TOKEN_DAYS) * 86_400_000,
+      login: {
+        accountMaxFailures: e.AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT,
+        addressMaxFailures: e.AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS,
+        windowMs: e.AUTH_LOGIN_LOCK_MINUTES * 60_000,
+        lockMs: e.AUTH_LOGIN_LOCK_MINUTES * 60_000,
+      },
+    },
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT, token: e.ADMIN_TOKEN },
     recordings: Object.freeze(recordings),
   });

@@ -6,6 +6,9 @@ import type { JwtKeys } from './jwt-keys.js';
 /** Access-token lifetime in seconds (spec "Sessions (JWT)"). */
 export const ACCESS_TOKEN_TTL_SECONDS = 900;
 
+/** `aud` of access tokens: this platform's API. */
+export const ACCESS_TOKEN_AUDIENCE = 'vap-api';
+
 /** Accepted clock difference between control planes when checking `exp`/`iat` (seconds). */
 const CLOCK_TOLERANCE_SECONDS = 5;
 

@@ -172,6 +172,14 @@ export class SessionService {
     return true;
   }
 
+  /** Ends the session of a valid (unexpired, correctly signed) access token. False when the token is not valid. */
+  async logoutAccessToken(accessToken: string): Promise<boolean> {
+    const verified = await this.tokens.verify(accessToken);
+    if (!verified.ok) return false;
+    await this.endSession(verified.claims.sessionId, 'logout');
+    return true;
+  }
+
   /** Ends one session (its refresh tokens fail, its access tokens stop at the next request). False when already ended or unknown. */
   async endSession(sessionId: string, reason: SessionEndReason): Promise<boolean> {
     return this.revokeSessionIn(this.db, sessionId, reason, new Date(this.now()));

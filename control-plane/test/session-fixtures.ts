@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import { hash } from '@node-rs/argon2';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
+import { newId } from '@vap/shared';
+import type { Database } from '../src/db/database.js';
+import { users } from '../src/db/schema/users.js';
+import type { Role } from '../src/db/schema/users.js';
+
+export interface SessionTestUser {
+  id: string;
+  email: string;
+  password: string;
+}
+
+let sharedHash: { password: string; hash: Promise<string> } | null = null;
+
+/** A user row with an argon2id hash (the same hash for every fixture user, to save time). */
+export async function insertLoginUser(
+  database: Database,
+  tenantId: string,
+  opts: { role?: Role; status?: string; noPassword?: boolean; canManageApiKeys?: boolean } = {},
+): Promise<SessionTestUser> {
+  sharedHash ??= (() => {
+    const password = `pw-${randomBytes(9).toString('base64url')}-long`;
+    return { password, hash: hash(password, { algorithm: 2 }) };
+  })();
+  const id = newId('usr');
+  const email = `${id}@sessions.example`;
+  await database.db.insert(users).values({
+    id,
+    tenantId,
+    email,
+    firstName: 'Session',
+    lastName: 'Tester',
+    role: opts.role ?? 'TenantOwner',
+    status: opts.status ?? 'active',
+    passwordHash: opts.noPassword ? null : await sharedHash.hash,
+    canManageApiKeys: opts.canManageApiKeys ?? false,
+  });
+  return { id, email, password: sharedHash.password };
+}
+
+/** A client address of its own per test, so login throttles of parallel test files never meet. */
+export function freshIp(): string {
+  const b = randomBytes(3);
+  return `10.${b[0]}.${b[1]}.${b[2]}`;
+}
+
+/** `app.inject` a JSON POST from a given client address (and bearer token, if any). */
+export function postFrom(app: FastifyInstance, ip: string, url: string, body: unknown, bearer?: string): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method: 'POST',
+    url,
+    remoteAddress: ip,
+    headers: { 'content-type': 'application/json', 'user-agent': 'session-tests', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+    payload: JSON.stringify(body),
+  });
+}
+
+export interface Tokens {
+  accessToken: string;
+  refreshToken: string;
+}
+
+/** Logs in (asserting 200 and a token response) and returns the pair. */
+export async function loginOk(app: FastifyInstance, ip: string, user: SessionTestUser): Promise<Tokens> {
+  const res = await postFrom(app, ip, '/api/v1/auth/login', { email: user.email, password: user.password });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json<Tokens>();
+}
+
+/** The decoded (unverified) header and payload of a JWT. */
+export function decodeJwt(token: string): { header: Record<string, unknown>; payload: Record<string, unknown> } {
+  const [h, p] = token.split('.');
+  return { header: JSON.parse(Buffer.from(h!, 'base64url').toString('utf8')), payload: JSON.parse(Buffer.from(p!, 'base64url').toString('utf8')) };
+}
+
+/** A movable clock for the app (rate limits, throttle, token times). */
+export function movableClock(startMs = Date.now()): { now: () => number; advance(ms: number): void } {
+  let t = startMs;
+  return { now: () => t, advance: (ms) => (t += ms) };
+}
