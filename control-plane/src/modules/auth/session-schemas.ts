@@ -36,7 +36,8 @@ export const logoutBody = z
   .strictObject({
     refreshToken: z.string().min(1, 'must not be empty').max(512, 'must be at most 512 characters').optional().describe('Ends the session of this refresh token; without it, send the access token as Bearer'),
   })
-  .optional();
+  // No body at all is fine: then the access token in the Authorization header says which session.
+  .nullish();
 
 export const jwksSchema = z
   .object({ keys: z.array(z.record(z.string(), z.unknown())).describe('Public JWKs (ES256) of the keys that may have signed a live access token') })
