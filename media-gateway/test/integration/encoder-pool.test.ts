@@ -47,10 +47,11 @@ describe('EncoderPool (worker threads)', () => {
     const mp3 = await pool.encode(recording(60));
     const tookMs = performance.now() - startedAt;
     clearInterval(beat);
-    // Encoding on this thread blocks it for the whole encode (hundreds of ms); in the worker
-    // the loop only sees ordinary timer jitter.
+    // Encoding on this thread would block it for the whole encode (one long gap, few beats);
+    // in the worker the loop only sees timer jitter. Relative to the encode time, so a busy
+    // machine (which slows both) does not fail it.
     expect(lags.length).toBeGreaterThan(tookMs / 40);
-    expect(Math.max(...lags)).toBeLessThan(100);
+    expect(Math.max(...lags)).toBeLessThan(Math.max(100, tookMs / 3));
     const decoded = await decodeMp3(mp3);
     expect(mp3Channels(mp3)).toBe(2);
     expect(decoded.samplesDecoded).toBe(60 * 8000);
