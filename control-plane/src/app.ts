@@ -45,6 +45,11 @@ import { WebhookRepository } from './modules/webhooks/repository.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
 import { WebhookService } from './modules/webhooks/service.js';
 import { loadSecretKey } from './secret-box.js';
+import { createMailer } from './mail/create-mailer.js';
+import type { Mailer } from './mail/mailer.js';
+import { UserRepository } from './modules/users/repository.js';
+import { invitationAcceptRoutes, userRoutes } from './modules/users/routes.js';
+import { UserService } from './modules/users/service.js';
 import type { SecretBox } from './secret-box.js';
 
 export interface AppDeps {
@@ -62,6 +67,8 @@ export interface AppDeps {
   recordings?: ObjectStore;
   /** The secret key local recording links are signed with (derived); default `loadSecretKey` of the config. */
   secretKey?: Buffer;
+  /** Outgoing email (invitations); default `createMailer` of the config, closed with the app. */
+  mailer?: Mailer;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -144,6 +151,9 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
     wake: () => outbox.wake(),
     now,
   });
+  const mailer = deps.mailer ?? createMailer(config.mail, config.dataDir, deps.logger.child({ module: 'mail' }));
+  if (!deps.mailer) app.addHook('onClose', async () => mailer.close());
+  const users = new UserService({ repo: new UserRepository(deps.database.db), mailer, sessions, publicUrl: config.publicUrl, log: deps.logger.child({ module: 'users' }), now });
   const apiKeys = new ApiKeyService({ repo: new ApiKeyRepository(deps.database.db), defaultEnvironment: config.appEnv === 'production' ? 'live' : 'sandbox' });
 
   await app.register(recordingFileRoutes, { service: recordings });
@@ -157,6 +167,8 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       await api.register(conversationRoutes, { service: conversations });
       await api.register(recordingRoutes, { service: recordings });
       await api.register(webhookRoutes, { service: webhooks });
+      await api.register(userRoutes, { service: users });
+      await api.register(invitationAcceptRoutes, { service: users });
     },
     { prefix: '/api/v1' },
   );

@@ -6,6 +6,7 @@ import { startAdminServer } from './admin/admin-server.js';
 import { buildApp } from './app.js';
 import type { ControlPlaneConfig } from './config.js';
 import { openDatabase, runMigrations } from './db/database.js';
+import { createMailer } from './mail/create-mailer.js';
 import type { Database } from './db/database.js';
 import { startEmbeddedPostgres } from './db/embedded-postgres.js';
 import type { EmbeddedDatabase } from './db/embedded-postgres.js';
@@ -67,7 +68,10 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     const twilio = loadTwilioAuthToken(config.twilio.authToken, config.dataDir);
     const outbox = new EventOutbox();
     const recordings = createObjectStore(config.recordings);
-    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, outbox, recordings, secretKey });
+    // Invitation emails: SMTP_URL, or captured as .eml files under DATA_DIR/mail.
+    const mailer = createMailer(config.mail, config.dataDir, log.child({ module: 'mail' }));
+    log.info({ mail: mailer.describe() }, 'outgoing mail ready');
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, outbox, recordings, secretKey, mailer });
     const dispatcher = config.webhooks.dispatcher
       ? new WebhookDispatcher({
           pool: database.pool,
@@ -115,6 +119,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       recordings,
       close: async () => {
         await app.close();
+        await mailer.close();
         await admin?.close();
         await calls.close();
         await jobs.stop();

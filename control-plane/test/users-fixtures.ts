@@ -1,0 +1,97 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hash } from '@node-rs/argon2';
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { expect } from 'vitest';
+import { InProcessBus, newId } from '@vap/shared';
+import { buildApp } from '../src/app.js';
+import type { Database } from '../src/db/database.js';
+import { users } from '../src/db/schema/users.js';
+import type { Role } from '../src/db/schema/users.js';
+import { CaptureMailer } from '../src/mail/capture-mailer.js';
+import type { Mailer } from '../src/mail/mailer.js';
+import { SecretBox } from '../src/secret-box.js';
+import { TEST_SECRET_KEY, call, isolatedDatabase, testConfig } from './helpers.js';
+
+/**
+ * The real app on a database of its own (signing keys live in the database, sealed with
+ * this test process's secret key, so test files must not share them), with a mailer of
+ * the test's choice (default: a CaptureMailer in a temp directory).
+ */
+export async function createUsersTestApp(opts: { env?: Record<string, string>; mailer?: Mailer; now?: () => number } = {}) {
+  const mailDir = await mkdtemp(join(tmpdir(), 'vap-users-mail-'));
+  const iso = await isolatedDatabase();
+  const config = testConfig({ DATABASE_URL: iso.url, PUBLIC_URL: 'https://app.example.test', RATE_LIMIT_ANONYMOUS: '100000', ...opts.env });
+  const database = iso.database;
+  const capture = new CaptureMailer({ directory: mailDir, from: config.mail.from, log: pino({ level: 'silent' }) });
+  const mailer = opts.mailer ?? capture;
+  const app = await buildApp(config, { database, bus: new InProcessBus(), secrets: new SecretBox(TEST_SECRET_KEY), logger: pino({ level: process.env.TEST_LOG ?? 'silent' }), mailer, ...(opts.now ? { now: opts.now } : {}) });
+  await app.ready();
+  return {
+    app,
+    database,
+    config,
+    /** The mail captured (empty when another mailer was given). */
+    mail: capture,
+    close: async () => {
+      await app.close();
+      await iso.drop();
+      await rm(mailDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface TestUser {
+  id: string;
+  email: string;
+  password: string;
+  role: Role;
+}
+
+/** Inserts a user with an argon2id hash of a fresh password (as bootstrap and accept do). */
+export async function insertUser(
+  database: Database,
+  tenantId: string,
+  opts: { role: Role; email?: string; firstName?: string; lastName?: string; status?: string; canManageApiKeys?: boolean; canViewBilling?: boolean; canDeleteConversations?: boolean } = { role: 'Admin' },
+): Promise<TestUser> {
+  const id = newId('usr');
+  const email = opts.email ?? `${id}@example.test`;
+  const password = `pw-${id}-long-enough`;
+  await database.db.insert(users).values({
+    id,
+    tenantId,
+    email,
+    firstName: opts.firstName ?? 'Test',
+    lastName: opts.lastName ?? opts.role,
+    role: opts.role,
+    status: opts.status ?? 'active',
+    passwordHash: await hash(password, { algorithm: 2 }),
+    canManageApiKeys: opts.canManageApiKeys ?? false,
+    canViewBilling: opts.canViewBilling ?? false,
+    canDeleteConversations: opts.canDeleteConversations ?? false,
+  });
+  return { id, email, password, role: opts.role };
+}
+
+/** Logs in through POST /auth/login (asserting 200) and returns the token response. */
+export async function login(app: FastifyInstance, email: string, password: string): Promise<{ accessToken: string; refreshToken: string }> {
+  const res = await call(app, null, 'POST', '/api/v1/auth/login', { email, password });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+/** A user of `role` in the tenant, signed in: its access token is `token`. */
+export async function signedIn(app: FastifyInstance, database: Database, tenantId: string, role: Role, opts: Omit<Parameters<typeof insertUser>[2], 'role'> = {}): Promise<TestUser & { token: string; refreshToken: string }> {
+  const u = await insertUser(database, tenantId, { ...opts, role });
+  const tokens = await login(app, u.email, u.password);
+  return { ...u, token: tokens.accessToken, refreshToken: tokens.refreshToken };
+}
+
+/** The invitation token in a captured or received invitation email (from its link). */
+export function tokenFromMail(text: string): string {
+  const m = /\/accept-invitation\?token=([A-Za-z0-9_-]+)/.exec(text);
+  if (!m) throw new Error('no invitation link in the email');
+  return m[1]!;
+}
