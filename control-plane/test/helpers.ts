@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -16,7 +16,12 @@ import { mintApiKey } from '../src/modules/api-keys/service.js';
 import { TenantRepository } from '../src/modules/tenants/repository.js';
 import { SecretBox } from '../src/secret-box.js';
 
-export const TEST_SECRET_KEY = randomBytes(32);
+/**
+ * The secret key of every app in this test run. One per run, not per file: JWT signing keys
+ * are stored sealed in the shared database and used by whichever file's app comes next,
+ * as replicas sharing SECRET_ENCRYPTION_KEY do.
+ */
+export const TEST_SECRET_KEY = createHash('sha256').update(`vap-test-secret-key:${inject('databaseUrl')}`).digest();
 
 export function testConfig(env: Record<string, string> = {}): ControlPlaneConfig {
   return loadConfig({ DATABASE_URL: inject('databaseUrl'), LOG_LEVEL: 'silent', SECRET_ENCRYPTION_KEY: TEST_SECRET_KEY.toString('base64'), ...env });
