@@ -30,6 +30,11 @@ import { MfaTokens } from './modules/auth/mfa-tokens.js';
 import { sessionRoutes } from './modules/auth/session-routes.js';
 import { SessionService } from './modules/auth/session-service.js';
 import { ConversationRepository } from './modules/conversations/repository.js';
+import { mfaEnrolmentRoutes } from './modules/mfa/enrolment-routes.js';
+import { MfaEnrolmentService } from './modules/mfa/enrolment-service.js';
+import { mfaLoginRoutes } from './modules/mfa/login-routes.js';
+import { MfaLoginService } from './modules/mfa/login-service.js';
+import { MfaRepository } from './modules/mfa/repository.js';
 import { conversationRoutes } from './modules/conversations/routes.js';
 import { ConversationService } from './modules/conversations/service.js';
 import { RecordingLinks } from './modules/conversations/recording-links.js';
@@ -155,6 +160,10 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   if (!deps.mailer) app.addHook('onClose', async () => mailer.close());
   const users = new UserService({ repo: new UserRepository(deps.database.db), mailer, sessions, publicUrl: config.publicUrl, log: deps.logger.child({ module: 'users' }), now });
   const apiKeys = new ApiKeyService({ repo: new ApiKeyRepository(deps.database.db), defaultEnvironment: config.appEnv === 'production' ? 'live' : 'sandbox' });
+  const mfaRepo = new MfaRepository(deps.database.db);
+  const relyingParty = { rpId: config.mfa.webauthnRpId, rpName: config.mfa.issuer, origins: config.mfa.webauthnOrigins };
+  const mfaEnrolment = new MfaEnrolmentService({ repo: mfaRepo, secrets: deps.secrets, rp: relyingParty, now });
+  const mfaLogin = new MfaLoginService({ repo: mfaRepo, tokens: mfaTokens, sessions, secrets: deps.secrets, rp: relyingParty, now, log: deps.logger.child({ module: 'mfa' }) });
 
   await app.register(recordingFileRoutes, { service: recordings });
   await app.register(twilioWebhookRoutes, { db: deps.database.db, authToken: deps.twilioAuthToken ?? config.twilio.authToken, publicUrl: config.publicUrl, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
@@ -163,6 +172,8 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       api.get('/openapi.json', { config: { scope: null }, schema: { hide: true } }, async () => app.swagger());
       await api.register(agentRoutes, { service: agents });
       await api.register(apiKeyRoutes, { service: apiKeys });
+      await api.register(mfaEnrolmentRoutes, { service: mfaEnrolment });
+      await api.register(mfaLoginRoutes, { service: mfaLogin });
       await api.register(sessionRoutes, { login, sessions, keys: jwtKeys });
       await api.register(conversationRoutes, { service: conversations });
       await api.register(recordingRoutes, { service: recordings });

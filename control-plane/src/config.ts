@@ -41,6 +41,13 @@ export const configSchema = z.object({
   BOOTSTRAP_ADMIN_EMAIL: optionalString.pipe(z.email().optional()),
   BOOTSTRAP_ADMIN_PASSWORD: optionalString.pipe(z.string().min(12, 'must be at least 12 characters').optional()),
   BOOTSTRAP_API_KEY: optionalString.pipe(z.string().regex(/^svc_(live|sb)_[A-Za-z0-9_-]{43,}$/, 'must look like svc_live_<43+ base64url chars> or svc_sb_<…>').optional()),
+  MFA_ISSUER: z.string().trim().min(1).max(100, 'must be at most 100 characters').default('Voice Agent Platform'),
+  WEBAUTHN_RP_ID: optionalString.pipe(z.string().regex(/^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, 'must be a lowercase domain name such as example.com (no scheme, port or path)').optional()),
+  WEBAUTHN_ORIGIN: optionalString.superRefine((v, ctx) => {
+    for (const entry of v === undefined ? [] : splitList(v)) {
+      if (webOrigin(entry) === null) ctx.addIssue({ code: 'custom', message: `"${entry}" is not an origin such as https://app.example.com (scheme, host and port only)` });
+    }
+  }),
   TWILIO_ACCOUNT_SID: optionalString.pipe(z.string().regex(/^AC[0-9a-fA-F]{32}$/, 'must look like AC followed by 32 hex characters').optional()),
   TWILIO_AUTH_TOKEN: optionalString,
   MEDIA_GATEWAY_PUBLIC_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:3001'),
@@ -112,6 +119,11 @@ export interface ControlPlaneConfig {
   };
   /** Public base of the media gateway for stream URLs (`wss://…` in production), no trailing slash. */
   mediaGatewayPublicUrl: string;
+  /**
+   * Second factors: the name authenticator apps and security keys show (TOTP issuer, WebAuthn
+   * rpName), the WebAuthn RP ID (a domain) and the origins a FIDO2 ceremony may come from.
+   */
+  mfa: { issuer: string; webauthnRpId: string; webauthnOrigins: readonly string[] };
   /** Targets the outbound guard permits although private or loopback (see .env.example). */
   outboundAllowlist: readonly string[];
   webhooks: {
@@ -162,6 +174,39 @@ function outboundAllowlist(raw: string | undefined, appEnv: 'development' | 'pro
   return splitList(raw);
 }
 
+/** `scheme://host[:port]` of an http(s) URL that is nothing more, else null. */
+function webOrigin(raw: string): string | null {
+  try {
+    const u = new URL(raw);
+    if ((u.protocol !== 'https:' && u.protocol !== 'http:') || u.origin !== raw.replace(/\/$/, '')) return null;
+    return u.origin;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The WebAuthn relying party: RP ID default the PUBLIC_URL host, origins default the
+ * PUBLIC_URL origin. Every origin's host must be the RP ID or under it (browsers refuse
+ * anything else), so a mismatch is a configuration problem, not a login failure later.
+ */
+function relyingParty(rpIdRaw: string | undefined, originsRaw: string | undefined, publicUrl: string): { rpId: string; origins: string[] } | string {
+  let base: URL;
+  try {
+    base = new URL(publicUrl);
+  } catch {
+    return 'PUBLIC_URL: must be a URL such as https://api.example.com';
+  }
+  const rpId = rpIdRaw ?? base.hostname;
+  const origins = originsRaw === undefined ? [base.origin] : splitList(originsRaw).map((o) => webOrigin(o) ?? o);
+  const outside = origins.filter((o) => {
+    const host = new URL(o).hostname;
+    return host !== rpId && !host.endsWith(`.${rpId}`);
+  });
+  if (outside.length > 0) return `WEBAUTHN_ORIGIN: ${outside.join(', ')} ${outside.length === 1 ? 'is' : 'are'} not on the RP ID ${rpId} (WEBAUTHN_RP_ID) or a subdomain of it`;
+  return { rpId, origins };
+}
+
 function splitList(raw: string): string[] {
   return raw
     .split(',')
@@ -185,6 +230,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const e = parsed.data;
   const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, '');
+  const rp = relyingParty(e.WEBAUTHN_RP_ID, e.WEBAUTHN_ORIGIN, publicUrl);
+  if (typeof rp === 'string') throw new ConfigError([rp]);
   return Object.freeze({
     appEnv: e.APP_ENV,
     host: e.HOST,
@@ -218,6 +265,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN },
     mediaGatewayPublicUrl: e.MEDIA_GATEWAY_PUBLIC_URL.replace(/\/$/, ''),
+    mfa: Object.freeze({ issuer: e.MFA_ISSUER, webauthnRpId: rp.rpId, webauthnOrigins: Object.freeze(rp.origins) }),
     outboundAllowlist: Object.freeze(outboundAllowlist(e.OUTBOUND_ALLOWLIST, e.APP_ENV)),
     webhooks: {
       dispatcher: e.WEBHOOK_DISPATCHER,
