@@ -1,8 +1,11 @@
+import { hash } from '@node-rs/argon2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SCOPES } from '@vap/shared';
+import { SCOPES, newId } from '@vap/shared';
 import type { Scope } from '@vap/shared';
-import { USER_RIGHTS } from '../../src/modules/auth/permissions.js';
-import type { UserRight } from '../../src/modules/auth/permissions.js';
+import { ROLES, users } from '../../src/db/schema/users.js';
+import type { Role } from '../../src/db/schema/users.js';
+import { USER_RIGHTS, rightsOf } from '../../src/modules/auth/permissions.js';
+import type { Right, UserGrants, UserRight } from '../../src/modules/auth/permissions.js';
 import { call, createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 
@@ -22,10 +25,10 @@ const PUBLIC_OPERATIONS = new Set<string>([
   'POST /api/v1/auth/login',
   'POST /api/v1/auth/refresh',
   'POST /api/v1/auth/logout',
+  'GET /api/v1/auth/jwks.json',
   'POST /api/v1/auth/mfa/verify',
   'POST /api/v1/auth/mfa/fido2/challenge',
   'POST /api/v1/auth/mfa/fido2/verify',
-  'POST /api/v1/users/invitations/accept',
   'POST /api/v1/auth/invitations/accept',
 ]);
 
@@ -107,8 +110,11 @@ describe('every /api/v1 route', () => {
     for (const route of served) expect(documented.has(route) || HIDDEN_OPERATIONS.has(route), `${route} is served but not documented`).toBe(true);
   });
 
-  it('is public only when listed as public here', () => {
+  it('is public only when listed as public here, and the list names only served routes', () => {
     for (const op of publicOps) expect(PUBLIC_OPERATIONS.has(op), `${op} takes no credential`).toBe(true);
+    const served = new Set(servedRoutes(t.app.printRoutes({ commonPrefix: false })));
+    for (const op of PUBLIC_OPERATIONS) expect(served.has(op), `${op} is listed as public but not served`).toBe(true);
+    for (const op of HIDDEN_OPERATIONS) expect(PUBLIC_OPERATIONS.has(op), op).toBe(true);
   });
 
   it('declares what it needs: a scope, a permission or a user-only right', () => {
@@ -159,5 +165,84 @@ describe('every /api/v1 route', () => {
       const passed = await send(holding, op);
       expect([401, 403], `${where} holding exactly ${op.scope ?? op.permission} (${passed.body})`).not.toContain(passed.statusCode);
     }
+  });
+});
+
+/** What an operation needs, as rights of the matrix. */
+function needs(op: Op): Right[] {
+  const out: Right[] = [];
+  if (op.scope) out.push(op.scope);
+  if (op.permission === 'canManageApiKeys') out.push('api-keys:manage');
+  if (op.permission === 'canDeleteConversations') out.push('conversations:delete');
+  if (op.right) out.push(op.right);
+  return out;
+}
+
+const NO_FLAGS = { canManageApiKeys: false, canViewBilling: false, canDeleteConversations: false };
+const ALL_FLAGS = { canManageApiKeys: true, canViewBilling: true, canDeleteConversations: true };
+
+interface SignedIn {
+  label: string;
+  grants: UserGrants;
+  token: string;
+}
+
+/** A user of the tenant with this role and flags, signed in through POST /auth/login. */
+async function signIn(grants: UserGrants, passwordHash: string, password: string): Promise<SignedIn> {
+  const email = `${grants.role.toLowerCase()}-${newId('usr').slice(4, 16)}@walk.example`;
+  await t.database.db.insert(users).values({ id: newId('usr'), tenantId: tenant.tenantId, email, firstName: 'Walk', lastName: grants.role, role: grants.role, passwordHash, ...grants });
+  const res = await call(t.app, null, 'POST', '/api/v1/auth/login', { email, password });
+  expect(res.statusCode, res.body).toBe(200);
+  const flags = grants.canManageApiKeys ? 'all permissions' : 'no permissions';
+  return { label: `${grants.role} with ${flags}`, grants, token: res.json<{ accessToken: string }>().accessToken };
+}
+
+describe('every /api/v1 route, for signed-in users', () => {
+  let signedIn: SignedIn[];
+
+  beforeAll(async () => {
+    const password = 'walk-the-routes-0451';
+    const passwordHash = await hash(password, { algorithm: 2 });
+    signedIn = [];
+    for (const role of ROLES) {
+      for (const flags of [NO_FLAGS, ALL_FLAGS]) signedIn.push(await signIn({ role, ...flags }, passwordHash, password));
+    }
+  });
+
+  it('answers 403 to a user whose role and permissions lack what the route needs, and lets the others through', async () => {
+    let denials = 0;
+    for (const op of ops) {
+      const where = `${op.method} ${op.path}`;
+      const need = needs(op);
+      for (const user of signedIn) {
+        const rights = rightsOf(user.grants);
+        const res = await send(user.token, op);
+        if (need.every((r) => rights.has(r))) {
+          expect([401, 403], `${where} as ${user.label} (${res.body})`).not.toContain(res.statusCode);
+        } else {
+          denials++;
+          expect(res.statusCode, `${where} as ${user.label} lacking ${need.join(' + ')}`).toBe(403);
+          expect(res.json(), where).toMatchObject({ type: expect.stringMatching(/\/errors\/forbidden$/) });
+        }
+      }
+    }
+    // Most routes are closed to some role: a walk that denies nothing is not walking.
+    expect(denials).toBeGreaterThan(ops.length);
+  });
+
+  it('enforces the spec role descriptions on sample routes', async () => {
+    const as = (role: Role, withFlags: boolean) => signedIn.find((u) => u.grants.role === role && u.grants.canManageApiKeys === withFlags)!.token;
+    const op = (method: Method, path: string): Op => ops.find((o) => o.method === method && o.path === path)!;
+    // ReadOnly reads and nothing else.
+    expect((await send(as('ReadOnly', true), op('GET', '/api/v1/agents'))).statusCode).toBe(200);
+    expect((await send(as('ReadOnly', true), op('POST', '/api/v1/agents'))).statusCode).toBe(403);
+    expect((await send(as('ReadOnly', true), op('GET', '/api/v1/api-keys'))).statusCode).toBe(403);
+    // TenantUser: agents yes; keys only with canManageApiKeys.
+    expect([400, 422]).toContain((await send(as('TenantUser', false), op('POST', '/api/v1/agents'))).statusCode);
+    expect((await send(as('TenantUser', false), op('GET', '/api/v1/api-keys'))).statusCode).toBe(403);
+    expect((await send(as('TenantUser', true), op('GET', '/api/v1/api-keys'))).statusCode).toBe(200);
+    // Deleting a conversation takes canDeleteConversations, even for an Admin.
+    expect((await send(as('Admin', false), op('DELETE', '/api/v1/conversations/{conversationId}'))).statusCode).toBe(403);
+    expect((await send(as('Admin', true), op('DELETE', '/api/v1/conversations/{conversationId}'))).statusCode).toBe(404);
   });
 });
