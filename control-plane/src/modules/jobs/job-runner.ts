@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { QueueLoop } from '../../db/queue-loop.js';
 import { JOBS_CHANNEL, JobQueue } from './job-queue.js';
 import type { ClaimedJob } from './job-queue.js';
 
@@ -48,19 +49,27 @@ export interface JobRunnerOptions {
 export class JobRunner {
   readonly queue: JobQueue;
   private readonly o: Required<Omit<JobRunnerOptions, 'pool'>>;
-  private readonly pool: pg.Pool;
   private readonly handlers = new Map<string, JobHandler>();
-  private readonly inFlight = new Set<Promise<void>>();
-  private listener: { release(): Promise<void> } | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private ticking = false;
-  private tickAgain = false;
-  private stopped = true;
+  private readonly loop: QueueLoop<ClaimedJob>;
 
   constructor(opts: JobRunnerOptions) {
-    this.pool = opts.pool;
     this.queue = new JobQueue(opts.pool);
     this.o = { leaseMs: JOB_LEASE_MS, retryDelaysMs: JOB_RETRY_DELAYS_MS, now: Date.now, ...opts };
+    this.loop = new QueueLoop({
+      pool: opts.pool,
+      log: this.o.log,
+      channel: JOBS_CHANNEL,
+      label: 'job queue',
+      concurrency: this.o.concurrency,
+      pollIntervalMs: this.o.pollIntervalMs,
+      now: this.o.now,
+      hooks: {
+        claim: (free, now) => this.queue.claim({ kinds: [...this.handlers.keys()], limit: free, leaseMs: this.o.leaseMs, now }),
+        nextDueAt: () => this.queue.nextDueAt([...this.handlers.keys()]),
+        process: (job) =>
+          this.run(job).catch((err: unknown) => this.o.log.error({ err, jobId: job.id, kind: job.kind }, 'job outcome not recorded; its lease will expire and it is retried')),
+      },
+    });
   }
 
   /** Registers the handler of one job kind; register before `start()`. */
@@ -70,112 +79,18 @@ export class JobRunner {
   }
 
   /** Starts listening for new jobs and looks at the queue at once (jobs left from before a restart included). */
-  async start(): Promise<void> {
-    this.stopped = false;
-    await this.listen();
-    this.wake();
+  start(): Promise<void> {
+    return this.loop.start();
   }
 
   /** Looks at the queue now (coalesced: a look in progress runs once more). */
   wake(): void {
-    if (this.stopped) return;
-    if (this.ticking) {
-      this.tickAgain = true;
-      return;
-    }
-    void this.tick();
+    this.loop.wake();
   }
 
   /** Stops claiming and waits for the running handlers and their outcomes to be recorded. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    const listener = this.listener;
-    this.listener = undefined;
-    await listener?.release();
-    while (this.ticking || this.inFlight.size > 0) await Promise.allSettled([...this.inFlight, new Promise((r) => setTimeout(r, 10))]);
-  }
-
-  private async listen(): Promise<void> {
-    let client: pg.PoolClient | undefined;
-    let released = false;
-    const release = (err?: Error): void => {
-      if (released || !client) return;
-      released = true;
-      client.removeAllListeners('notification');
-      client.release(err);
-    };
-    const retryLater = (): void => {
-      if (!this.stopped) setTimeout(() => void this.listen(), this.o.pollIntervalMs).unref();
-    };
-    try {
-      client = await this.pool.connect();
-      client.on('notification', () => this.wake());
-      client.on('error', (err) => {
-        if (released) return; // after release the pool owns the client and its errors
-        this.o.log.warn({ err }, 'job queue listener lost; polling until it is back');
-        this.listener = undefined;
-        release(err);
-        retryLater();
-      });
-      await client.query(`listen ${JOBS_CHANNEL}`);
-      if (this.stopped) return release();
-      const c = client;
-      this.listener = {
-        release: async () => {
-          await c.query(`unlisten ${JOBS_CHANNEL}`).catch(() => undefined);
-          release();
-        },
-      };
-    } catch (err) {
-      release(err instanceof Error ? err : undefined);
-      this.o.log.warn({ err }, 'job queue listener not started; polling instead');
-      retryLater();
-    }
-  }
-
-  private async tick(): Promise<void> {
-    this.ticking = true;
-    clearTimeout(this.timer);
-    let delayMs = this.o.pollIntervalMs;
-    const kinds = [...this.handlers.keys()];
-    try {
-      do {
-        this.tickAgain = false;
-        const free = this.o.concurrency - this.inFlight.size;
-        if (free > 0 && !this.stopped) {
-          const claimed = await this.queue.claim({ kinds, limit: free, leaseMs: this.o.leaseMs, now: new Date(this.o.now()) });
-          for (const job of claimed) this.launch(job);
-        }
-        if (this.inFlight.size >= this.o.concurrency) {
-          delayMs = this.o.pollIntervalMs; // a finishing handler wakes us
-          continue;
-        }
-        const next = await this.queue.nextDueAt(kinds);
-        const nowMs = this.o.now();
-        delayMs = next === null ? this.o.pollIntervalMs : Math.min(this.o.pollIntervalMs, Math.max(next.getTime() - nowMs, 0));
-        // Due but not claimable (another worker holds the row lock): look again shortly rather than spin.
-        if (delayMs === 0 && !this.tickAgain) delayMs = 25;
-      } while (this.tickAgain && !this.stopped);
-    } catch (err) {
-      this.o.log.error({ err }, 'job queue look failed; retrying');
-    } finally {
-      this.ticking = false;
-    }
-    if (this.stopped) return;
-    if (this.tickAgain) return this.wake();
-    this.timer = setTimeout(() => this.wake(), delayMs);
-    this.timer.unref();
-  }
-
-  private launch(job: ClaimedJob): void {
-    const run = this.run(job)
-      .catch((err: unknown) => this.o.log.error({ err, jobId: job.id, kind: job.kind }, 'job outcome not recorded; its lease will expire and it is retried'))
-      .finally(() => {
-        this.inFlight.delete(run);
-        this.wake();
-      });
-    this.inFlight.add(run);
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async run(job: ClaimedJob): Promise<void> {

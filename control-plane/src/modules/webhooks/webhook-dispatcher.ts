@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { OutboundRequestError, WEBHOOK_HEADERS, guardedPost, signWebhook } from '@vap/shared';
 import type { OutboundGuard } from '@vap/shared';
+import { QueueLoop } from '../../db/queue-loop.js';
 import type { SecretBox } from '../../secret-box.js';
 import { DELIVERIES_CHANNEL } from './event-outbox.js';
 import { DeliveryQueue } from './delivery-queue.js';
@@ -43,133 +44,57 @@ export class WebhookDispatcher {
   private readonly queue: DeliveryQueue;
   private readonly o: Required<Omit<WebhookDispatcherOptions, 'now'>> & { now: () => number };
   private readonly inFlightPerWebhook = new Map<string, number>();
-  private readonly inFlight = new Set<Promise<void>>();
-  private listener: pg.PoolClient | undefined;
-  private releaseListener: (() => Promise<void>) | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private ticking = false;
-  private tickAgain = false;
-  private stopped = true;
+  private readonly loop: QueueLoop<ClaimedDelivery>;
 
   constructor(opts: WebhookDispatcherOptions) {
     this.o = { now: Date.now, timeoutMs: WEBHOOK_TIMEOUT_MS, retryDelaysMs: WEBHOOK_RETRY_DELAYS_MS, leaseMs: 3 * WEBHOOK_TIMEOUT_MS, ...opts };
     this.queue = new DeliveryQueue(opts.pool);
+    this.loop = new QueueLoop({
+      pool: opts.pool,
+      log: this.o.log,
+      channel: DELIVERIES_CHANNEL,
+      label: 'webhook queue',
+      concurrency: this.o.concurrency,
+      pollIntervalMs: this.o.pollIntervalMs,
+      now: this.o.now,
+      hooks: {
+        claim: (free, now) => this.queue.claim({ now, limit: free, perWebhook: this.o.perWebhook, inFlight: this.inFlightPerWebhook, leaseMs: this.o.leaseMs }),
+        nextDueAt: (now) => {
+          const full = [...this.inFlightPerWebhook].filter(([, n]) => n >= this.o.perWebhook).map(([id]) => id);
+          return this.queue.nextDueAt(now, full);
+        },
+        process: (d) => this.process(d),
+      },
+    });
   }
 
   /** Starts listening for new deliveries and looks at the queue at once. */
-  async start(): Promise<void> {
-    this.stopped = false;
-    await this.listen();
-    this.wake();
+  start(): Promise<void> {
+    return this.loop.start();
   }
 
   /** Looks at the queue now (coalesced: a look in progress runs once more). */
   wake(): void {
-    if (this.stopped) return;
-    if (this.ticking) {
-      this.tickAgain = true;
-      return;
-    }
-    void this.tick();
+    this.loop.wake();
   }
 
   /** Stops claiming and waits for attempts in flight to be recorded. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    this.listener = undefined;
-    const release = this.releaseListener;
-    this.releaseListener = undefined;
-    await release?.();
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
-  private async listen(): Promise<void> {
-    let client: pg.PoolClient | undefined;
-    let released = false;
-    const release = (err?: Error) => {
-      if (released || !client) return;
-      released = true;
-      client.removeAllListeners('notification');
-      client.release(err);
-    };
-    try {
-      client = await this.o.pool.connect();
-      client.on('notification', () => this.wake());
-      client.on('error', (err) => {
-        // After stop() released it, the pool owns the client and its errors.
-        if (released) return;
-        this.o.log.warn({ err }, 'webhook queue listener lost; polling until it is back');
-        if (this.listener === client) this.listener = undefined;
-        release(err);
-        if (!this.stopped) setTimeout(() => void this.listen(), this.o.pollIntervalMs).unref();
-      });
-      await client.query(`listen ${DELIVERIES_CHANNEL}`);
-      if (this.stopped) {
-        release();
-        return;
-      }
-      this.listener = client;
-      this.releaseListener = async () => {
-        await client!.query(`unlisten ${DELIVERIES_CHANNEL}`).catch(() => undefined);
-        release();
-      };
-    } catch (err) {
-      release(err instanceof Error ? err : undefined);
-      this.o.log.warn({ err }, 'webhook queue listener not started; polling instead');
-      if (!this.stopped) setTimeout(() => void this.listen(), this.o.pollIntervalMs).unref();
-    }
-  }
-
-  private async tick(): Promise<void> {
-    this.ticking = true;
-    clearTimeout(this.timer);
-    let delayMs = this.o.pollIntervalMs;
-    try {
-      do {
-        this.tickAgain = false;
-        const free = this.o.concurrency - this.inFlight.size;
-        if (free > 0) {
-          const claimed = await this.queue.claim({ now: new Date(this.o.now()), limit: free, perWebhook: this.o.perWebhook, inFlight: this.inFlightPerWebhook, leaseMs: this.o.leaseMs });
-          for (const d of claimed) this.launch(d);
-        }
-        if (this.inFlight.size >= this.o.concurrency) {
-          delayMs = this.o.pollIntervalMs; // a finishing attempt wakes us
-          continue;
-        }
-        const full = [...this.inFlightPerWebhook].filter(([, n]) => n >= this.o.perWebhook).map(([id]) => id);
-        const nowMs = this.o.now();
-        const next = await this.queue.nextDueAt(new Date(nowMs), full);
-        // Due but not claimable (another worker is claiming it): look again shortly rather than spin.
-        delayMs = next === null ? this.o.pollIntervalMs : Math.min(this.o.pollIntervalMs, Math.max(next.getTime() - nowMs, 0));
-        if (delayMs === 0 && !this.tickAgain) delayMs = 25;
-      } while (this.tickAgain && !this.stopped);
-    } catch (err) {
-      this.o.log.error({ err }, 'webhook queue look failed; retrying');
-    } finally {
-      this.ticking = false;
-    }
-    if (this.stopped) return;
-    if (this.tickAgain) {
-      this.wake();
-      return;
-    }
-    this.timer = setTimeout(() => this.wake(), delayMs);
-    this.timer.unref();
-  }
-
-  private launch(d: ClaimedDelivery): void {
+  /** Runs one claimed attempt, counting it against its webhook's `perWebhook` slots meanwhile. */
+  private async process(d: ClaimedDelivery): Promise<void> {
     this.inFlightPerWebhook.set(d.webhookId, (this.inFlightPerWebhook.get(d.webhookId) ?? 0) + 1);
-    const run = this.attempt(d)
-      .catch((err: unknown) => this.o.log.error({ err, webhookId: d.webhookId, deliveryId: d.eventId }, 'webhook attempt not recorded; its lease will expire and it is retried'))
-      .finally(() => {
-        this.inFlight.delete(run);
-        const n = (this.inFlightPerWebhook.get(d.webhookId) ?? 1) - 1;
-        if (n <= 0) this.inFlightPerWebhook.delete(d.webhookId);
-        else this.inFlightPerWebhook.set(d.webhookId, n);
-        this.wake();
-      });
-    this.inFlight.add(run);
+    try {
+      await this.attempt(d);
+    } catch (err) {
+      this.o.log.error({ err, webhookId: d.webhookId, deliveryId: d.eventId }, 'webhook attempt not recorded; its lease will expire and it is retried');
+    } finally {
+      const n = (this.inFlightPerWebhook.get(d.webhookId) ?? 1) - 1;
+      if (n <= 0) this.inFlightPerWebhook.delete(d.webhookId);
+      else this.inFlightPerWebhook.set(d.webhookId, n);
+    }
   }
 
   private async attempt(d: ClaimedDelivery): Promise<void> {
