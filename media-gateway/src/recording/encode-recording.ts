@@ -5,6 +5,9 @@
  * it runs in the encoder worker, never on the event loop that paces live calls.
  */
 import { Mp3Encoder } from '@breezystack/lamejs';
+// The audio entry, not the package root: the encoder worker must not load the whole pipeline
+// (provider SDKs: about 2 s and 70 MB more per worker).
+import { encodeWav } from '@vap/voice-pipeline/audio';
 import { countFrames, mp3InfoFrame, samplesPerFrame } from './mp3-info-frame.js';
 
 /** μ-law 8 kHz tracks on one timeline, in chunks (`null`: a chunk never written, silence). */
@@ -45,7 +48,7 @@ export function encodeRecording(req: EncodeRequest, mulawTable: Int16Array): Uin
     case 'mp3':
       return encodeMp3(channels);
     case 'wav':
-      return encodeWav(channels);
+      return encodeRecordingWav(channels);
     default:
       throw new Error(`unknown recording format ${JSON.stringify(req.format satisfies never)}`);
   }
@@ -100,34 +103,13 @@ function encodeMp3(channels: Int16Array[]): Uint8Array {
 }
 
 /** Canonical 44-byte-header WAV, 16-bit PCM, channels interleaved. */
-function encodeWav(channels: Int16Array[]): Uint8Array {
-  const n = channels[0]!.length;
+function encodeRecordingWav(channels: Int16Array[]): Uint8Array {
   const count = channels.length;
-  const dataBytes = n * count * 2;
-  const out = new Uint8Array(44 + dataBytes);
-  const view = new DataView(out.buffer);
-  const ascii = (at: number, text: string): void => {
-    for (let i = 0; i < text.length; i++) out[at + i] = text.charCodeAt(i);
-  };
-  ascii(0, 'RIFF');
-  view.setUint32(4, 36 + dataBytes, true);
-  ascii(8, 'WAVE');
-  ascii(12, 'fmt ');
-  view.setUint32(16, 16, true);
-  view.setUint16(20, 1, true); // PCM
-  view.setUint16(22, count, true);
-  view.setUint32(24, RECORDING_SAMPLE_RATE_HZ, true);
-  view.setUint32(28, RECORDING_SAMPLE_RATE_HZ * count * 2, true);
-  view.setUint16(32, count * 2, true);
-  view.setUint16(34, 16, true);
-  ascii(36, 'data');
-  view.setUint32(40, dataBytes, true);
-  let at = 44;
+  if (count === 1) return encodeWav(channels[0]!, RECORDING_SAMPLE_RATE_HZ);
+  const n = channels[0]!.length;
+  const interleaved = new Int16Array(n * count);
   for (let i = 0; i < n; i++) {
-    for (let c = 0; c < count; c++) {
-      view.setInt16(at, channels[c]![i]!, true);
-      at += 2;
-    }
+    for (let c = 0; c < count; c++) interleaved[i * count + c] = channels[c]![i]!;
   }
-  return out;
+  return encodeWav(interleaved, RECORDING_SAMPLE_RATE_HZ, count);
 }

@@ -87,9 +87,17 @@ function downmix(view: DataView, start: number, frames: number, channels: number
   return out;
 }
 
-/** Encodes mono signed 16-bit samples as a canonical 44-byte-header WAV file. */
-export function encodeWav(pcm: Int16Array, sampleRateHz: number): Uint8Array {
+/**
+ * Encodes signed 16-bit samples as a canonical 44-byte-header WAV file. With more than one
+ * channel, `pcm` holds them interleaved (frame by frame: left, right, …), as WAV stores them.
+ *
+ * @throws Error when `channels` is not a positive integer or `pcm` is not whole frames.
+ */
+export function encodeWav(pcm: Int16Array, sampleRateHz: number, channels = 1): Uint8Array {
+  if (!Number.isInteger(channels) || channels < 1) throw new Error(`encodeWav: channels must be a positive integer (got ${channels})`);
+  if (pcm.length % channels !== 0) throw new Error(`encodeWav: ${pcm.length} samples are not whole frames of ${channels} channels`);
   const dataBytes = pcm.length * 2;
+  const blockAlign = channels * 2;
   const out = new Uint8Array(44 + dataBytes);
   const view = new DataView(out.buffer);
   const ascii = (at: number, text: string): void => {
@@ -101,10 +109,10 @@ export function encodeWav(pcm: Int16Array, sampleRateHz: number): Uint8Array {
   ascii(12, 'fmt ');
   view.setUint32(16, 16, true);
   view.setUint16(20, WAVE_FORMAT_PCM, true);
-  view.setUint16(22, 1, true); // channels
+  view.setUint16(22, channels, true);
   view.setUint32(24, sampleRateHz, true);
-  view.setUint32(28, sampleRateHz * 2, true); // byte rate
-  view.setUint16(32, 2, true); // block align
+  view.setUint32(28, sampleRateHz * blockAlign, true); // byte rate
+  view.setUint16(32, blockAlign, true);
   view.setUint16(34, 16, true); // bits per sample
   ascii(36, 'data');
   view.setUint32(40, dataBytes, true);

@@ -43,6 +43,24 @@ describe('encodeWav and parseWav', () => {
     expect(Array.from(parsed.pcm)).toEqual(Array.from(pcm));
   });
 
+  it('writes interleaved channels with the block align and byte rate of the channel count', () => {
+    const file = encodeWav(new Int16Array([1000, -1000, 3000, -3000, 5000, -5000]), 8000, 2);
+    expect(file).toHaveLength(44 + 12);
+    const view = new DataView(file.buffer);
+    expect(view.getUint16(22, true)).toBe(2);
+    expect(view.getUint32(28, true)).toBe(8000 * 4);
+    expect(view.getUint16(32, true)).toBe(4);
+    expect(view.getUint32(40, true)).toBe(12);
+    expect(view.getInt16(44 + 6, true)).toBe(-3000);
+    const parsed = parseWav(file);
+    expect(parsed.channels).toBe(2);
+    expect(Array.from(parsed.pcm)).toEqual([0, 0, 0]); // each frame averages +x and -x
+  });
+
+  it('rejects samples that are not whole frames', () => {
+    expect(() => encodeWav(new Int16Array(3), 8000, 2)).toThrow(/not whole frames/);
+  });
+
   it('parses a file that sits at an odd offset inside a larger buffer', () => {
     const file = encodeWav(new Int16Array([1, -2, 3]), 8000);
     const shifted = new Uint8Array(file.length + 1);
