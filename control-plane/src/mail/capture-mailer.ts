@@ -14,14 +14,18 @@ export interface CapturedMail extends MailMessage {
   at: Date;
 }
 
+/** Messages kept in memory; older ones remain only as files, so a long-running server does not grow. */
+export const CAPTURE_MEMORY_LIMIT = 200;
+
 /**
  * The mailer when no SMTP server is configured (one-machine mode, tests): each message is
  * composed exactly as SMTP would send it and written as an `.eml` file under `directory`
- * (open it in any mail client), and kept in memory so a test can read it. The log line
- * names the file only: the message may hold a secret link.
+ * (open it in any mail client), and the last {@link CAPTURE_MEMORY_LIMIT} are kept in
+ * memory so a test can read them. The log line names the file only: the message may hold
+ * a secret link.
  */
 export class CaptureMailer implements Mailer {
-  /** Every message sent, oldest first. */
+  /** The messages sent (the newest {@link CAPTURE_MEMORY_LIMIT}), oldest first. */
   readonly messages: CapturedMail[] = [];
   private readonly composer: Transporter;
 
@@ -37,6 +41,7 @@ export class CaptureMailer implements Mailer {
     const file = join(this.opts.directory, `${at.toISOString().replace(/[:.]/g, '-')}-${randomBytes(4).toString('hex')}.eml`);
     await writeFile(file, info.message, { mode: 0o600 });
     this.messages.push({ ...message, from: this.opts.from, file, at });
+    if (this.messages.length > CAPTURE_MEMORY_LIMIT) this.messages.splice(0, this.messages.length - CAPTURE_MEMORY_LIMIT);
     this.opts.log.info({ file }, `mail captured to ${file}`);
   }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CaptureMailer } from '../../src/mail/capture-mailer.js';
+import { CAPTURE_MEMORY_LIMIT, CaptureMailer } from '../../src/mail/capture-mailer.js';
 import { createMailer } from '../../src/mail/create-mailer.js';
 import { SmtpMailer } from '../../src/mail/smtp-mailer.js';
 import { decodeQuotedPrintable, startSmtpSink } from '../smtp-sink.js';
@@ -82,6 +82,15 @@ describe('CaptureMailer', () => {
 
     expect(lines.map((l) => l.msg)).toEqual([`mail captured to ${got.file}`, `mail captured to ${mailer.messages[1]!.file}`]);
     expect(JSON.stringify(lines)).not.toContain('secret-token-123');
+  });
+
+  it('keeps only the newest messages in memory; every one stays on disk', async () => {
+    const mailer = new CaptureMailer({ directory: join(dir, 'many'), from: 'a@b.test', log: pino({ level: 'silent' }) });
+    for (let i = 0; i < CAPTURE_MEMORY_LIMIT + 5; i++) await mailer.send({ to: `n${i}@example.test`, subject: `#${i}`, text: 'x' });
+    expect(mailer.messages).toHaveLength(CAPTURE_MEMORY_LIMIT);
+    expect(mailer.messages[0]!.subject).toBe('#5');
+    expect(mailer.lastTo('n0@example.test')).toBeUndefined();
+    expect((await readdir(join(dir, 'many'))).filter((f) => f.endsWith('.eml'))).toHaveLength(CAPTURE_MEMORY_LIMIT + 5);
   });
 
   it('is what createMailer builds without SMTP_URL, under DATA_DIR/mail', async () => {
