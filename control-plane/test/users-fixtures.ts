@@ -16,9 +16,10 @@ import { SecretBox } from '../src/secret-box.js';
 import { TEST_SECRET_KEY, call, isolatedDatabase, testConfig } from './helpers.js';
 
 /**
- * The real app on a database of its own (signing keys live in the database, sealed with
- * this test process's secret key, so test files must not share them), with a mailer of
- * the test's choice (default: a CaptureMailer in a temp directory).
+ * The real app on a database of its own, with a mailer of the test's choice (default: a
+ * CaptureMailer in a temp directory). Own database: these tests send many requests without
+ * a credential (login, accept), which count in the per-address rate-limit window; on the
+ * shared database they would use up that window for other test files running at the same time.
  */
 export async function createUsersTestApp(opts: { env?: Record<string, string>; mailer?: Mailer; now?: () => number } = {}) {
   const mailDir = await mkdtemp(join(tmpdir(), 'vap-users-mail-'));
