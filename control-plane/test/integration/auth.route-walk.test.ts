@@ -190,7 +190,7 @@ interface SignedIn {
 /** A user of the tenant with this role and flags, signed in through POST /auth/login. */
 async function signIn(grants: UserGrants, passwordHash: string, password: string): Promise<SignedIn> {
   const email = `${grants.role.toLowerCase()}-${newId('usr').slice(4, 16)}@walk.example`;
-  await t.database.db.insert(users).values({ id: newId('usr'), tenantId: tenant.tenantId, email, firstName: 'Walk', lastName: grants.role, role: grants.role, passwordHash, ...grants });
+  await t.database.db.insert(users).values({ id: newId('usr'), tenantId: tenant.tenantId, email, firstName: 'Walk', lastName: grants.role, passwordHash, ...grants });
   const res = await call(t.app, null, 'POST', '/api/v1/auth/login', { email, password });
   expect(res.statusCode, res.body).toBe(200);
   const flags = grants.canManageApiKeys ? 'all permissions' : 'no permissions';
