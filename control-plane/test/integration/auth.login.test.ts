@@ -26,6 +26,7 @@ describe('POST /api/v1/auth/login', () => {
     const res = await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: user.email.toUpperCase(), password: user.password });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
+    expect(res.headers['cache-control']).toBe('no-store');
     expect(body).toMatchObject({ tokenType: 'Bearer', expiresIn: 900, mfaRequired: false });
     expect(body.refreshToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
 

@@ -118,6 +118,7 @@ describe('POST /api/v1/auth/refresh', () => {
     clock.advance(1000);
     const res = await refresh(tokens.refreshToken);
     expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
     const next = res.json<Tokens & Record<string, unknown>>();
     expect(next).toMatchObject({ tokenType: 'Bearer', expiresIn: 900, mfaRequired: false });
     expect(next.refreshToken).not.toBe(tokens.refreshToken);

@@ -9,7 +9,8 @@ import { jwksSchema, loginBody, loginResponseSchema, logoutBody, refreshBody, to
 import type { SessionService } from './session-service.js';
 
 const tags = ['Sessions'];
-// Public: these routes are how a user gets (or gives back) a credential.
+// Public: these routes are how a user gets (or gives back) a credential. Token answers
+// carry `Cache-Control: no-store` so no cache keeps them (RFC 6749 §5.1).
 const PUBLIC = { scope: null } as const;
 
 /** Where a request came from, for the session record and the per-address login throttle. */
@@ -37,7 +38,10 @@ export const sessionRoutes: FastifyPluginAsync<{ login: LoginService; sessions: 
       body: loginBody,
       response: { 200: loginResponseSchema, ...problemResponses(400, 401, 422, 429) },
     },
-    handler: async (req) => login.login(req.body.email, req.body.password, sessionMeta(req)),
+    handler: async (req, reply) => {
+      reply.header('Cache-Control', 'no-store');
+      return login.login(req.body.email, req.body.password, sessionMeta(req));
+    },
   });
 
   r.post('/auth/refresh', {
@@ -49,7 +53,10 @@ export const sessionRoutes: FastifyPluginAsync<{ login: LoginService; sessions: 
       body: refreshBody,
       response: { 200: tokenResponseSchema, ...problemResponses(400, 401, 422, 429) },
     },
-    handler: async (req) => sessions.refresh(req.body.refreshToken),
+    handler: async (req, reply) => {
+      reply.header('Cache-Control', 'no-store');
+      return sessions.refresh(req.body.refreshToken);
+    },
   });
 
   r.post('/auth/logout', {
