@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InProcessBus, LocalObjectStore, S3ObjectStore } from '@vap/shared';
 import type { ObjectStore } from '@vap/shared';
@@ -17,6 +16,8 @@ import { Housekeeping } from '../../src/modules/housekeeping/housekeeping.js';
 import { IdempotencyStore } from '../../src/modules/idempotency/idempotency-store.js';
 import { RateLimiter } from '../../src/modules/rate-limit/rate-limiter.js';
 import { SecretBox } from '../../src/secret-box.js';
+import { startS3rver } from '../../../shared/test/start-s3rver.js';
+import type { TestS3rver } from '../../../shared/test/start-s3rver.js';
 import { TEST_SECRET_KEY, call, createTenant, isolatedDatabase, testConfig } from '../helpers.js';
 import type { TestTenant } from '../helpers.js';
 import { activeAgent, endedRecord, message, prepareCall, prepareRequest, startCalls } from './calls.fixtures.js';
@@ -380,30 +381,17 @@ describe('recordings in the local store', () => {
 
 describe('recordings in an S3-compatible store (s3rver)', () => {
   let w: World;
-  let dir: string;
-  let s3: S3rver;
+  let s3: TestS3rver;
   let store: S3ObjectStore;
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'vap-s3rver-'));
-    s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: 'calls' }] });
-    const { port } = await s3.run();
-    store = new S3ObjectStore({
-      kind: 's3',
-      bucket: 'calls',
-      region: 'us-east-1',
-      endpoint: `http://127.0.0.1:${port}`,
-      forcePathStyle: true,
-      accessKeyId: 'S3RVER',
-      secretAccessKey: 'S3RVER',
-      prefix: 'recordings/',
-    });
+    s3 = await startS3rver();
+    store = new S3ObjectStore(s3.config);
     w = await world(store);
   });
   afterAll(async () => {
     await w?.close();
     await store?.close();
     await s3?.close();
-    await rm(dir, { recursive: true, force: true });
   });
 
   it('answers a pre-signed GetObject link valid one hour that serves the bytes', async () => {

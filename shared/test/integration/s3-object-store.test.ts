@@ -1,40 +1,24 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ObjectStoreConfig } from '../../src/storage/object-store.js';
 import { createObjectStore } from '../../src/storage/object-store-config.js';
 import { S3ObjectStore } from '../../src/storage/s3-object-store.js';
+import { startS3rver } from '../start-s3rver.js';
+import type { TestS3rver } from '../start-s3rver.js';
 
-// s3rver: a real S3-compatible HTTP server (path-style, SigV4 requests; the expiry of
-// pre-signed URLs is checked against its own clock), on loopback with a temp dir.
-let dir: string;
-let server: S3rver;
+// s3rver: a real S3-compatible HTTP server; see start-s3rver.ts.
+let s3: TestS3rver;
 let config: Extract<ObjectStoreConfig, { kind: 's3' }>;
 let store: S3ObjectStore;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'vap-s3rver-'));
-  server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: 'calls' }] });
-  const { port } = await server.run();
-  config = {
-    kind: 's3',
-    bucket: 'calls',
-    region: 'us-east-1',
-    endpoint: `http://127.0.0.1:${port}`,
-    forcePathStyle: true,
-    accessKeyId: 'S3RVER',
-    secretAccessKey: 'S3RVER',
-    prefix: 'recordings/',
-  };
+  s3 = await startS3rver();
+  config = s3.config;
   store = createObjectStore(config) as S3ObjectStore;
 });
 
 afterAll(async () => {
   await store?.close();
-  await server?.close();
-  await rm(dir, { recursive: true, force: true });
+  await s3?.close();
 });
 
 const audio = () => new Uint8Array(Array.from({ length: 70_000 }, (_, i) => (i * 31) % 256));
