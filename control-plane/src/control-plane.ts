@@ -10,6 +10,7 @@ import { createMailer } from './mail/create-mailer.js';
 import type { Database } from './db/database.js';
 import { startEmbeddedPostgres } from './db/embedded-postgres.js';
 import type { EmbeddedDatabase } from './db/embedded-postgres.js';
+import { startAuthPurge } from './modules/auth/auth-purge.js';
 import { ANALYSIS_JOB, AnalysisJobHandler } from './modules/conversations/analysis-job.js';
 import { startAnalysisLlms } from './modules/conversations/analysis-llm.js';
 import { startCallHandling } from './modules/conversations/call-handlers.js';
@@ -99,6 +100,8 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       throw err;
     });
     housekeeping.start();
+    // Ended login sessions, old MFA challenges and idle login throttles (modules/auth).
+    const authPurge = startAuthPurge({ pool: database.pool, log: log.child({ module: 'auth' }), intervalMs: config.housekeepingIntervalMs, throttleWindowMs: config.auth.login.windowMs });
     // Bus handlers of live calls and the lost-gateway watchdog (modules/conversations).
     const calls = startCallHandling({ db: database.db, bus: deps.bus, secrets, log, outbox, watchdog: { intervalMs: config.callWatchdogIntervalMs } });
     // Durable background jobs: post-call analysis on OpenAI (OPENAI_API_KEY) or a simulator started here (sandbox).
@@ -126,6 +129,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
         await analysisLlms.close();
         await dispatcher?.stop();
         await housekeeping.stop();
+        await authPurge.stop();
         if (recordings instanceof S3ObjectStore) await recordings.close();
         await database.close();
         await embedded?.stop();

@@ -115,11 +115,4 @@ export class LoginThrottle {
       [ticket.accountKey, ticket.addressKey, ticket.lockedByThis.includes(ticket.addressKey)],
     );
   }
-
-  /** Deletes rows with no lock and no failures in the window (housekeeping). Returns how many. */
-  async purge(): Promise<number> {
-    const nowMs = this.now();
-    const res = await this.pool.query('delete from login_throttles where (locked_until is null or locked_until < $1) and window_started_at < $1', [new Date(nowMs - this.policy.windowMs)]);
-    return res.rowCount ?? 0;
-  }
 }

@@ -119,12 +119,6 @@ export class MfaTokens {
     return res.rows[0]?.challenge ?? null;
   }
 
-  /** Deletes challenges that expired before `olderThanMs` (housekeeping). Returns how many. */
-  async purge(olderThanMs: number): Promise<number> {
-    const res = await this.db.delete(mfaChallenges).where(lt(mfaChallenges.expiresAt, new Date(olderThanMs))).returning({ id: mfaChallenges.id });
-    return res.length;
-  }
-
   private usable() {
     const now = new Date(this.now());
     return and(isNull(mfaChallenges.completedAt), gt(mfaChallenges.expiresAt, now), lt(mfaChallenges.attempts, MFA_MAX_ATTEMPTS));
