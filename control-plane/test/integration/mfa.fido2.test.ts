@@ -72,6 +72,17 @@ describe('FIDO2 registration', () => {
     expect((await w.req(u.accessToken, 'GET', '/api/v1/users/me/mfa')).json().webauthn).toHaveLength(1);
   });
 
+  it('refuses a registration whose options are older than 5 minutes', async () => {
+    const u = await newUser(w);
+    const key = new SoftwareAuthenticator();
+    const options = await w.req(u.accessToken, 'POST', '/api/v1/users/me/mfa/webauthn/registration-options');
+    w.clock.ms += 5 * 60_000 + 1000;
+    const res = await w.req(u.accessToken, 'POST', '/api/v1/users/me/mfa/webauthn/registration', { response: key.register(options.json().challenge, { origin: ORIGIN, rpId: RP_ID }) });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().detail).toContain('expired');
+    expect((await w.req(u.accessToken, 'GET', '/api/v1/users/me/mfa')).json().webauthn).toEqual([]);
+  });
+
   it('names the bad field of a malformed registration', async () => {
     const u = await newUser(w);
     const res = await w.req(u.accessToken, 'POST', '/api/v1/users/me/mfa/webauthn/registration', { response: { id: 'a', rawId: 'a', type: 'public-key', response: { clientDataJSON: 'not base64url!', attestationObject: 'AA' } } });

@@ -150,6 +150,16 @@ describe('login with TOTP', () => {
     await expectWorkingTokens(w, await w.req(null, 'POST', '/api/v1/auth/mfa/verify', { mfaToken: t2.mfaToken, code: right }));
   });
 
+  it('one code, sent by two logins at once, logs in only once', async () => {
+    const u = await newUser(w);
+    const { secret } = await enrolTotp(w, u);
+    w.clock.ms += STEP_MS;
+    const code = codeAt(secret, w.clock.ms);
+    const [a, b] = [await passwordStep(w, u), await passwordStep(w, u)];
+    const results = await Promise.all([a, b].map((t) => w.req(null, 'POST', '/api/v1/auth/mfa/verify', { mfaToken: t.mfaToken, code })));
+    expect(results.map((r) => r.statusCode).sort()).toEqual([200, 401]);
+  });
+
   it('refuses unknown tokens and validates the body', async () => {
     const unknown = await w.req(null, 'POST', '/api/v1/auth/mfa/verify', { mfaToken: 'x'.repeat(43), code: '123456' });
     expect(unknown.statusCode).toBe(401);
