@@ -7,8 +7,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,35 +14,26 @@ import { TwilioCallerSimulator, runCallerScript } from '@vap/media-gateway/simul
 import { verifyWebhook } from '@vap/shared';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
 import { decodeMp3, mp3Channels, rms } from '../../media-gateway/test/recording-audio.js';
+import { startCaptureReceiver } from './capture-receiver.js';
+import type { CaptureReceiver, CapturedDelivery } from './capture-receiver.js';
 import { TWILIO_TOKEN, startPlatform } from './platform.js';
 import type { Json, Platform } from './platform.js';
 
 let p: Platform;
 let recordingsDir: string;
-const received: { headers: Record<string, string | string[] | undefined>; body: string }[] = [];
-let receiverUrl = '';
-const server = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-    res.writeHead(204).end();
-  });
-});
+let receiver: CaptureReceiver<CapturedDelivery>;
 
 const filesIn = async (dir: string): Promise<string[]> => (await readdir(dir, { recursive: true, withFileTypes: true })).filter((d) => d.isFile()).map((d) => join(d.parentPath, d.name));
 
 beforeAll(async () => {
   recordingsDir = await mkdtemp(join(tmpdir(), 'vap-e2e-rec-'));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  receiverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/analysis`;
+  receiver = await startCaptureReceiver('/analysis');
   p = await startPlatform('in-process', { RECORDINGS_STORE: 'local', RECORDINGS_DIR: recordingsDir });
   p.providers.simulators.openai!.addReply({ match: 'all for today', reply: 'Thank you for calling. Goodbye!' });
 }, 60_000);
 afterAll(async () => {
   await p?.close();
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await receiver?.close();
   await rm(recordingsDir, { recursive: true, force: true });
 });
 
@@ -63,7 +52,7 @@ describe('the record of a sandbox call', () => {
         ],
       },
     });
-    const hook = await p.api('POST', '/api/v1/webhooks', { agentId, url: receiverUrl, events: ['AnalysisCompleted'] });
+    const hook = await p.api('POST', '/api/v1/webhooks', { agentId, url: receiver.url, events: ['AnalysisCompleted'] });
     expect(hook.status).toBe(201);
 
     const callSid = `CA${randomBytes(16).toString('hex')}`;
@@ -105,9 +94,9 @@ describe('the record of a sandbox call', () => {
     expect(analysis).toMatchObject({ conversationId: id, sentiment: expect.stringMatching(/^(positive|neutral|negative)$/), intent: expect.any(String), summary: expect.any(String) });
     expect(['booking', 'complaint', 'other']).toContain(analysis.customFields.reason);
     expect(typeof analysis.customFields.partySize).toBe('string');
-    await expect.poll(() => received.length, { timeout: 15_000 }).toBe(1);
-    const event = JSON.parse(received[0]!.body) as Json;
-    expect(verifyWebhook(hook.body.secret, received[0]!.headers, received[0]!.body)).toMatchObject({ ok: true });
+    await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(1);
+    const event = JSON.parse(receiver.received[0]!.body) as Json;
+    expect(verifyWebhook(hook.body.secret, receiver.received[0]!.headers, receiver.received[0]!.body)).toMatchObject({ ok: true });
     expect(event).toMatchObject({ type: 'AnalysisCompleted', agentId, data: { conversationId: id, sentiment: analysis.sentiment, sentimentScore: analysis.sentimentScore, intent: analysis.intent, summary: analysis.summary, customFields: analysis.customFields } });
     expect((await p.api('GET', `/api/v1/conversations/${id}`)).body.analysis).toMatchObject({ sentiment: analysis.sentiment, customFields: analysis.customFields });
 

@@ -4,57 +4,42 @@
  * signed as the spec says, with the spec's data fields.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TwilioCallerSimulator, runCallerScript } from '@vap/media-gateway/simulators';
 import { verifyWebhook } from '@vap/shared';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
+import { startCaptureReceiver } from './capture-receiver.js';
+import type { CaptureReceiver, CapturedDelivery } from './capture-receiver.js';
 import { TWILIO_TOKEN, startPlatform } from './platform.js';
 import type { Json, Platform } from './platform.js';
 
-interface Delivery {
-  headers: IncomingHttpHeaders;
-  body: string;
+interface Delivery extends CapturedDelivery {
   /** The conversation as the API showed it when SessionEnded arrived. */
   conversationAtArrival?: Json;
 }
 
 let p: Platform;
-const received: Delivery[] = [];
-let receiverUrl = '';
-const server = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    const d: Delivery = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-    const event = JSON.parse(d.body) as { type: string; data: { conversationId: string } };
-    // A receiver that reacts to SessionEnded by reading the call: it must already be complete.
-    const after = event.type === 'SessionEnded' ? p.api('GET', `/api/v1/conversations/${event.data.conversationId}`).then((r) => (d.conversationAtArrival = r.body)) : Promise.resolve();
-    void after.then(() => {
-      received.push(d);
-      res.writeHead(204).end();
-    });
-  });
-});
+let receiver: CaptureReceiver<Delivery>;
 
 beforeAll(async () => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  receiverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/voice-events`;
+  receiver = await startCaptureReceiver<Delivery>('/voice-events', async (d) => {
+    const event = JSON.parse(d.body) as { type: string; data: { conversationId: string } };
+    // A receiver that reacts to SessionEnded by reading the call: it must already be complete.
+    if (event.type !== 'SessionEnded') return d;
+    return { ...d, conversationAtArrival: (await p.api('GET', `/api/v1/conversations/${event.data.conversationId}`)).body };
+  });
   p = await startPlatform('in-process');
   p.providers.simulators.openai!.addReply({ match: 'all for today', reply: 'Thank you for calling. Goodbye!' });
 }, 60_000);
 afterAll(async () => {
   await p?.close();
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await receiver?.close();
 });
 
 describe('webhooks of a sandbox call', () => {
   it('delivers SessionStarted then SessionEnded, signed, with the spec fields, after the call is stored', async () => {
     const { number, agentId } = await p.agentWithNumber();
-    const created = await p.api('POST', '/api/v1/webhooks', { agentId, url: receiverUrl, events: ['SessionStarted', 'SessionEnded'] });
+    const created = await p.api('POST', '/api/v1/webhooks', { agentId, url: receiver.url, events: ['SessionStarted', 'SessionEnded'] });
     expect(created.status).toBe(201);
     const secret = created.body.secret as string;
 
@@ -64,8 +49,8 @@ describe('webhooks of a sandbox call', () => {
     if (placed.rejected) throw new Error(`call rejected: ${placed.say}`);
     await runCallerScript(placed.call, [{ expectAgent: true }, { say: "That's all for today, thanks." }, { expectHangup: true }], { speech: callerSpeechMulaw });
 
-    await expect.poll(() => received.length, { timeout: 15_000 }).toBe(2);
-    const events = received.map((d) => {
+    await expect.poll(() => receiver.received.length, { timeout: 15_000 }).toBe(2);
+    const events = receiver.received.map((d) => {
       expect(verifyWebhook(secret, d.headers, d.body)).toMatchObject({ ok: true, deliveryId: JSON.parse(d.body).id });
       return JSON.parse(d.body) as Json;
     });
@@ -98,7 +83,7 @@ describe('webhooks of a sandbox call', () => {
     expect(c.totalUsd).toBeCloseTo(c.llmUsd + c.ttsUsd + c.sttUsd + c.telephonyUsd, 6);
 
     // "SessionEnded (session finished and all data available)": the receiver read it complete.
-    const seen = received[1]!.conversationAtArrival;
+    const seen = receiver.received[1]!.conversationAtArrival;
     expect(seen).toMatchObject({ id: conversationId, status: 'completed', endReason: ended.data.endReason });
 
     // The delivery log shows both, delivered on the first attempt.
