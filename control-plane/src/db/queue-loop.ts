@@ -1,20 +1,7 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 
-/** What a {@link QueueLoop} asks of the queue it works. */
-export interface QueueLoopHooks<T> {
-  /** Claims at most `free` due items (`free` ≥ 1). */
-  claim(free: number, now: Date): Promise<readonly T[]>;
-  /** When the next item this process could claim falls due (in the past if one is due now), or null if none is queued. */
-  nextDueAt(now: Date): Promise<Date | null>;
-  /**
-   * Works one claimed item and records its outcome. Should not reject: a rejection is
-   * logged here as a generic error, so log a specific message first.
-   */
-  process(item: T): Promise<void>;
-}
-
-export interface QueueLoopOptions<T> {
+export interface QueueLoopOptions {
   pool: pg.Pool;
   log: Logger;
   /** Postgres channel `NOTIFY`ed when an item is committed (by any replica). */
@@ -26,7 +13,6 @@ export interface QueueLoopOptions<T> {
   /** Longest sleep between looks at the queue when nothing woke the loop (other replicas' items, expired leases); also the delay before re-listening after the connection broke. */
   pollIntervalMs: number;
   now: () => number;
-  hooks: QueueLoopHooks<T>;
 }
 
 /**
@@ -34,9 +20,10 @@ export interface QueueLoopOptions<T> {
  * processes them, and is woken by `NOTIFY` on `channel`, by `wake()`, by a timer set to the
  * next due item and by a slow poll. Looks are coalesced (a `wake()` during a look runs it
  * once more). A lost LISTEN connection is logged and re-opened after `pollIntervalMs`;
- * meanwhile the poll keeps the queue moving.
+ * meanwhile the poll keeps the queue moving. Subclasses say how to claim, when the next
+ * item is due and how to process one.
  */
-export class QueueLoop<T> {
+export abstract class QueueLoop<T> {
   private readonly inFlight = new Set<Promise<void>>();
   private listener: { release(): Promise<void> } | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -44,7 +31,19 @@ export class QueueLoop<T> {
   private tickAgain = false;
   private stopped = true;
 
-  constructor(private readonly o: QueueLoopOptions<T>) {}
+  constructor(private readonly loop: QueueLoopOptions) {}
+
+  /** Claims at most `free` due items (`free` ≥ 1). */
+  protected abstract claim(free: number, now: Date): Promise<readonly T[]>;
+
+  /** When the next item this process could claim falls due (in the past if one is due now), or null if none is queued. */
+  protected abstract nextDueAt(now: Date): Promise<Date | null>;
+
+  /**
+   * Works one claimed item and records its outcome. Should not reject: a rejection is
+   * logged here as a generic error, so log a specific message first.
+   */
+  protected abstract process(item: T): Promise<void>;
 
   /** Starts listening and looks at the queue at once (items left from before a restart included). */
   async start(): Promise<void> {
@@ -74,7 +73,7 @@ export class QueueLoop<T> {
   }
 
   private async listen(): Promise<void> {
-    const { channel, label, log, pool, pollIntervalMs } = this.o;
+    const { channel, label, log, pool, pollIntervalMs } = this.loop;
     let client: pg.PoolClient | undefined;
     let handle: { release(): Promise<void> } | undefined;
     let released = false;
@@ -116,7 +115,7 @@ export class QueueLoop<T> {
   }
 
   private async tick(): Promise<void> {
-    const { concurrency, hooks, label, log, now, pollIntervalMs } = this.o;
+    const { concurrency, label, log, now, pollIntervalMs } = this.loop;
     this.ticking = true;
     clearTimeout(this.timer);
     let delayMs = pollIntervalMs;
@@ -125,7 +124,7 @@ export class QueueLoop<T> {
         this.tickAgain = false;
         const free = concurrency - this.inFlight.size;
         if (free > 0 && !this.stopped) {
-          const claimed = await hooks.claim(free, new Date(now()));
+          const claimed = await this.claim(free, new Date(now()));
           for (const item of claimed) this.launch(item);
         }
         if (this.inFlight.size >= concurrency) {
@@ -133,7 +132,7 @@ export class QueueLoop<T> {
           continue;
         }
         const nowMs = now();
-        const next = await hooks.nextDueAt(new Date(nowMs));
+        const next = await this.nextDueAt(new Date(nowMs));
         delayMs = next === null ? pollIntervalMs : Math.min(pollIntervalMs, Math.max(next.getTime() - nowMs, 0));
         // Due but not claimable (another worker is claiming it): look again shortly rather than spin.
         if (delayMs === 0 && !this.tickAgain) delayMs = 25;
@@ -150,9 +149,8 @@ export class QueueLoop<T> {
   }
 
   private launch(item: T): void {
-    const run = this.o.hooks
-      .process(item)
-      .catch((err: unknown) => this.o.log.error({ err }, `${this.o.label} item not processed`))
+    const run = this.process(item)
+      .catch((err: unknown) => this.loop.log.error({ err }, `${this.loop.label} item not processed`))
       .finally(() => {
         this.inFlight.delete(run);
         this.wake();

@@ -13,7 +13,7 @@ import { QueueLoop } from '../../src/db/queue-loop.js';
 import type { QueueLoopOptions } from '../../src/db/queue-loop.js';
 
 let database: Database;
-const loops: QueueLoop<number>[] = [];
+const loops: ListLoop[] = [];
 
 beforeAll(() => {
   database = openDatabase(inject('databaseUrl'), 4);
@@ -35,14 +35,41 @@ async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5000):
 }
 
 /** A loop over an in-memory list of due items; `hold` keeps each item in process until released. */
-function world(opts: Partial<QueueLoopOptions<number>> & { hold?: boolean } = {}) {
+class ListLoop extends QueueLoop<number> {
+  readonly queued: number[] = [];
+  readonly processed: number[] = [];
+  readonly releases: (() => void)[] = [];
+  running = 0;
+  maxRunning = 0;
+
+  constructor(
+    opts: QueueLoopOptions,
+    private readonly hold: boolean,
+  ) {
+    super(opts);
+  }
+
+  protected override claim(free: number): Promise<number[]> {
+    return Promise.resolve(this.queued.splice(0, free));
+  }
+
+  protected override nextDueAt(now: Date): Promise<Date | null> {
+    return Promise.resolve(this.queued.length > 0 ? now : null);
+  }
+
+  protected override async process(item: number): Promise<void> {
+    this.running += 1;
+    this.maxRunning = Math.max(this.maxRunning, this.running);
+    if (this.hold) await new Promise<void>((r) => this.releases.push(r));
+    this.running -= 1;
+    this.processed.push(item);
+  }
+}
+
+function world(opts: Partial<QueueLoopOptions> & { hold?: boolean } = {}) {
+  const { hold = false, ...over } = opts;
   const channel = `queue_loop_test_${randomBytes(4).toString('hex')}`;
-  const queued: number[] = [];
-  const processed: number[] = [];
-  const releases: (() => void)[] = [];
   const logs: { level: number; msg: string }[] = [];
-  let running = 0;
-  let maxRunning = 0;
   const log = pino(
     { level: 'debug' },
     new Writable({
@@ -52,31 +79,11 @@ function world(opts: Partial<QueueLoopOptions<number>> & { hold?: boolean } = {}
       },
     }),
   );
-  const loop = new QueueLoop<number>({
-    pool: database.pool,
-    log,
-    channel,
-    label: 'test queue',
-    concurrency: 2,
-    pollIntervalMs: 60_000,
-    now: Date.now,
-    hooks: {
-      claim: (free) => Promise.resolve(queued.splice(0, free)),
-      nextDueAt: (now) => Promise.resolve(queued.length > 0 ? now : null),
-      process: async (item) => {
-        running += 1;
-        maxRunning = Math.max(maxRunning, running);
-        if (opts.hold) await new Promise<void>((r) => releases.push(r));
-        running -= 1;
-        processed.push(item);
-      },
-    },
-    ...opts,
-  });
+  const loop = new ListLoop({ pool: database.pool, log, channel, label: 'test queue', concurrency: 2, pollIntervalMs: 60_000, now: Date.now, ...over }, hold);
   loops.push(loop);
   const listeners = async () =>
     (await database.pool.query<{ pid: number }>(`select pid from pg_stat_activity where query = $1 and pid <> pg_backend_pid()`, [`listen ${channel}`])).rows.map((r) => r.pid);
-  return { loop, channel, queued, processed, releases, logs, listeners, maxRunning: () => maxRunning };
+  return { loop, channel, queued: loop.queued, processed: loop.processed, releases: loop.releases, logs, listeners, maxRunning: () => loop.maxRunning };
 }
 
 describe('queue loop', () => {

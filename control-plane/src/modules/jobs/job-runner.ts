@@ -46,30 +46,16 @@ export interface JobRunnerOptions {
  * through Postgres. Woken by `NOTIFY` when a job is committed (any replica), by `wake()`,
  * by a timer set to the next due job and by a slow poll.
  */
-export class JobRunner {
+export class JobRunner extends QueueLoop<ClaimedJob> {
   readonly queue: JobQueue;
   private readonly o: Required<Omit<JobRunnerOptions, 'pool'>>;
   private readonly handlers = new Map<string, JobHandler>();
-  private readonly loop: QueueLoop<ClaimedJob>;
 
   constructor(opts: JobRunnerOptions) {
+    const o = { leaseMs: JOB_LEASE_MS, retryDelaysMs: JOB_RETRY_DELAYS_MS, now: Date.now, ...opts };
+    super({ pool: opts.pool, log: o.log, channel: JOBS_CHANNEL, label: 'job queue', concurrency: o.concurrency, pollIntervalMs: o.pollIntervalMs, now: o.now });
+    this.o = o;
     this.queue = new JobQueue(opts.pool);
-    this.o = { leaseMs: JOB_LEASE_MS, retryDelaysMs: JOB_RETRY_DELAYS_MS, now: Date.now, ...opts };
-    this.loop = new QueueLoop({
-      pool: opts.pool,
-      log: this.o.log,
-      channel: JOBS_CHANNEL,
-      label: 'job queue',
-      concurrency: this.o.concurrency,
-      pollIntervalMs: this.o.pollIntervalMs,
-      now: this.o.now,
-      hooks: {
-        claim: (free, now) => this.queue.claim({ kinds: [...this.handlers.keys()], limit: free, leaseMs: this.o.leaseMs, now }),
-        nextDueAt: () => this.queue.nextDueAt([...this.handlers.keys()]),
-        process: (job) =>
-          this.run(job).catch((err: unknown) => this.o.log.error({ err, jobId: job.id, kind: job.kind }, 'job outcome not recorded; its lease will expire and it is retried')),
-      },
-    });
   }
 
   /** Registers the handler of one job kind; register before `start()`. */
@@ -78,19 +64,16 @@ export class JobRunner {
     return this;
   }
 
-  /** Starts listening for new jobs and looks at the queue at once (jobs left from before a restart included). */
-  start(): Promise<void> {
-    return this.loop.start();
+  protected override claim(free: number, now: Date): Promise<ClaimedJob[]> {
+    return this.queue.claim({ kinds: [...this.handlers.keys()], limit: free, leaseMs: this.o.leaseMs, now });
   }
 
-  /** Looks at the queue now (coalesced: a look in progress runs once more). */
-  wake(): void {
-    this.loop.wake();
+  protected override nextDueAt(): Promise<Date | null> {
+    return this.queue.nextDueAt([...this.handlers.keys()]);
   }
 
-  /** Stops claiming and waits for the running handlers and their outcomes to be recorded. */
-  stop(): Promise<void> {
-    return this.loop.stop();
+  protected override process(job: ClaimedJob): Promise<void> {
+    return this.run(job).catch((err: unknown) => this.o.log.error({ err, jobId: job.id, kind: job.kind }, 'job outcome not recorded; its lease will expire and it is retried'));
   }
 
   private async run(job: ClaimedJob): Promise<void> {

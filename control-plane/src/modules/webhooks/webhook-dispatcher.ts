@@ -40,51 +40,30 @@ export interface WebhookDispatcherOptions {
  * they share the queue through Postgres. Woken by the local outbox, by `NOTIFY` from other
  * control planes, by a timer set to the next due attempt, and by a slow poll.
  */
-export class WebhookDispatcher {
+export class WebhookDispatcher extends QueueLoop<ClaimedDelivery> {
   private readonly queue: DeliveryQueue;
   private readonly o: Required<Omit<WebhookDispatcherOptions, 'now'>> & { now: () => number };
   private readonly inFlightPerWebhook = new Map<string, number>();
-  private readonly loop: QueueLoop<ClaimedDelivery>;
 
   constructor(opts: WebhookDispatcherOptions) {
-    this.o = { now: Date.now, timeoutMs: WEBHOOK_TIMEOUT_MS, retryDelaysMs: WEBHOOK_RETRY_DELAYS_MS, leaseMs: 3 * WEBHOOK_TIMEOUT_MS, ...opts };
+    const o = { now: Date.now, timeoutMs: WEBHOOK_TIMEOUT_MS, retryDelaysMs: WEBHOOK_RETRY_DELAYS_MS, leaseMs: 3 * WEBHOOK_TIMEOUT_MS, ...opts };
+    super({ pool: opts.pool, log: o.log, channel: DELIVERIES_CHANNEL, label: 'webhook queue', concurrency: o.concurrency, pollIntervalMs: o.pollIntervalMs, now: o.now });
+    this.o = o;
     this.queue = new DeliveryQueue(opts.pool);
-    this.loop = new QueueLoop({
-      pool: opts.pool,
-      log: this.o.log,
-      channel: DELIVERIES_CHANNEL,
-      label: 'webhook queue',
-      concurrency: this.o.concurrency,
-      pollIntervalMs: this.o.pollIntervalMs,
-      now: this.o.now,
-      hooks: {
-        claim: (free, now) => this.queue.claim({ now, limit: free, perWebhook: this.o.perWebhook, inFlight: this.inFlightPerWebhook, leaseMs: this.o.leaseMs }),
-        nextDueAt: (now) => {
-          const full = [...this.inFlightPerWebhook].filter(([, n]) => n >= this.o.perWebhook).map(([id]) => id);
-          return this.queue.nextDueAt(now, full);
-        },
-        process: (d) => this.process(d),
-      },
-    });
   }
 
-  /** Starts listening for new deliveries and looks at the queue at once. */
-  start(): Promise<void> {
-    return this.loop.start();
+  protected override claim(free: number, now: Date): Promise<ClaimedDelivery[]> {
+    return this.queue.claim({ now, limit: free, perWebhook: this.o.perWebhook, inFlight: this.inFlightPerWebhook, leaseMs: this.o.leaseMs });
   }
 
-  /** Looks at the queue now (coalesced: a look in progress runs once more). */
-  wake(): void {
-    this.loop.wake();
-  }
-
-  /** Stops claiming and waits for attempts in flight to be recorded. */
-  stop(): Promise<void> {
-    return this.loop.stop();
+  /** Webhooks with all their `perWebhook` slots busy are left out: their due deliveries cannot be claimed yet. */
+  protected override nextDueAt(now: Date): Promise<Date | null> {
+    const full = [...this.inFlightPerWebhook].filter(([, n]) => n >= this.o.perWebhook).map(([id]) => id);
+    return this.queue.nextDueAt(now, full);
   }
 
   /** Runs one claimed attempt, counting it against its webhook's `perWebhook` slots meanwhile. */
-  private async process(d: ClaimedDelivery): Promise<void> {
+  protected override async process(d: ClaimedDelivery): Promise<void> {
     this.inFlightPerWebhook.set(d.webhookId, (this.inFlightPerWebhook.get(d.webhookId) ?? 0) + 1);
     try {
       await this.attempt(d);
