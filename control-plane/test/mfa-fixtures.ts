@@ -54,6 +54,7 @@ export interface MfaUser {
   password: string;
   /** From a login before any factor was enrolled. */
   accessToken: string;
+  refreshToken: string;
 }
 
 /** A user with a password (argon2id, as accept and bootstrap store it), logged in once. */
@@ -65,7 +66,7 @@ export async function newUser(w: MfaWorld, role: Role = 'TenantUser'): Promise<M
   const res = await w.req(null, 'POST', '/api/v1/auth/login', { email, password });
   expect(res.statusCode, res.body).toBe(200);
   expect(res.json().mfaRequired).toBe(false);
-  return { id, email, password, accessToken: res.json().accessToken };
+  return { id, email, password, accessToken: res.json().accessToken, refreshToken: res.json().refreshToken };
 }
 
 /** The password step of a login that must ask for a second factor: its mfaToken and methods. */

@@ -85,6 +85,30 @@ describe('TOTP enrolment', () => {
   });
 });
 
+describe('changes that weaken MFA', () => {
+  it('need a login of at most 15 minutes ago, not just a live session', async () => {
+    const u = await newUser(w);
+    const { secret } = await enrolTotp(w, u);
+    w.clock.ms += 16 * 60_000;
+    // The session lives on through refresh, but its login is 16 minutes old.
+    const refreshed = await w.req(null, 'POST', '/api/v1/auth/refresh', { refreshToken: u.refreshToken });
+    expect(refreshed.statusCode, refreshed.body).toBe(200);
+    const old = refreshed.json().accessToken;
+    expect((await w.req(old, 'GET', '/api/v1/users/me/mfa')).statusCode).toBe(200);
+    for (const [method, url] of [['DELETE', '/api/v1/users/me/mfa/totp'], ['POST', '/api/v1/users/me/mfa/recovery-codes'], ['DELETE', '/api/v1/users/me/mfa/webauthn/AAAA']] as const) {
+      const res = await w.req(old, method, url);
+      expect(res.statusCode, `${method} ${url}`).toBe(403);
+      expect(res.json().type).toMatch(/\/errors\/recent-login-required$/);
+    }
+    expect((await w.req(old, 'GET', '/api/v1/users/me/mfa')).json()).toMatchObject({ mfaEnabled: true, recoveryCodesRemaining: 10 });
+
+    const t = await passwordStep(w, u);
+    const fresh = await w.req(null, 'POST', '/api/v1/auth/mfa/verify', { mfaToken: t.mfaToken, code: codeAt(secret, w.clock.ms) });
+    expect(fresh.statusCode, fresh.body).toBe(200);
+    expect((await w.req(fresh.json().accessToken, 'DELETE', '/api/v1/users/me/mfa/totp')).statusCode).toBe(204);
+  });
+});
+
 describe('login with TOTP', () => {
   it('finishes a login with the next code, and refuses the same code again (replay)', async () => {
     const u = await newUser(w);

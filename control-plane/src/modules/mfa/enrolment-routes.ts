@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { problemResponses } from '../../http/problem.js';
 import { principalOf } from '../auth/access-control.js';
-import type { MfaEnrolmentService } from './enrolment-service.js';
+import type { Caller, MfaEnrolmentService } from './enrolment-service.js';
 import {
   confirmTotpBody,
   credentialIdParams,
@@ -19,11 +19,13 @@ import {
 const tags = ['MFA enrolment'];
 // The signed-in user's own factors: users only (API keys are not people and have no factors).
 const OWN = { scope: false as const, right: 'profile' as const };
+const RECENT = 'Needs a login of at most 15 minutes ago (this access token\'s session): otherwise 403 `recent-login-required`.';
 
 /** `/users/me/mfa…`: list, enrol and remove the caller's second factors and recovery codes. */
 export const mfaEnrolmentRoutes: FastifyPluginAsync<{ service: MfaEnrolmentService }> = async (app, { service }) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
   const me = (req: FastifyRequest): string => principalOf(req).actorId;
+  const caller = (req: FastifyRequest): Caller => ({ userId: principalOf(req).actorId, sessionId: principalOf(req).sessionId });
 
   r.get('/users/me/mfa', {
     config: OWN,
@@ -55,9 +57,14 @@ export const mfaEnrolmentRoutes: FastifyPluginAsync<{ service: MfaEnrolmentServi
 
   r.delete('/users/me/mfa/totp', {
     config: OWN,
-    schema: { tags, summary: 'Remove my TOTP factor (removing the last factor turns MFA off and deletes the recovery codes)', response: { 204: z.null().describe('Removed'), ...problemResponses(401, 403, 404, 429) } },
+    schema: {
+      tags,
+      summary: 'Remove my TOTP factor (removing the last factor turns MFA off and deletes the recovery codes)',
+      description: RECENT,
+      response: { 204: z.null().describe('Removed'), ...problemResponses(401, 403, 404, 429) },
+    },
     handler: async (req, reply) => {
-      await service.deleteTotp(me(req));
+      await service.deleteTotp(caller(req));
       return reply.code(204).send(null);
     },
   });
@@ -88,11 +95,12 @@ export const mfaEnrolmentRoutes: FastifyPluginAsync<{ service: MfaEnrolmentServi
     schema: {
       tags,
       summary: 'Remove one of my FIDO2 credentials (removing the last factor turns MFA off and deletes the recovery codes)',
+      description: RECENT,
       params: credentialIdParams,
       response: { 204: z.null().describe('Removed'), ...problemResponses(401, 403, 404, 429) },
     },
     handler: async (req, reply) => {
-      await service.deleteCredential(me(req), req.params.credentialId);
+      await service.deleteCredential(caller(req), req.params.credentialId);
       return reply.code(204).send(null);
     },
   });
@@ -102,8 +110,9 @@ export const mfaEnrolmentRoutes: FastifyPluginAsync<{ service: MfaEnrolmentServi
     schema: {
       tags,
       summary: 'Replace my recovery codes with 10 new ones (shown once; the old ones stop working)',
+      description: RECENT,
       response: { 200: recoveryCodesSchema, ...problemResponses(401, 403, 409, 429) },
     },
-    handler: async (req) => service.regenerateRecoveryCodes(me(req)),
+    handler: async (req) => service.regenerateRecoveryCodes(caller(req)),
   });
 };

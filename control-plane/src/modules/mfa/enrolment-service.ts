@@ -10,6 +10,19 @@ import { matchTotp, newTotpSecret, otpauthUri } from './totp.js';
 import { SUPPORTED_ALGORITHMS, WEBAUTHN_CHALLENGE_TTL_MS, credentialView, knownTransports } from './webauthn.js';
 import type { RelyingParty } from './webauthn.js';
 
+/**
+ * How recent a login must be to remove a factor or replace the recovery codes: a stolen
+ * access token (or a session kept alive by refreshing) must not be enough to switch MFA
+ * off or to mint codes for the thief.
+ */
+export const RECENT_LOGIN_MS = 15 * 60_000;
+
+/** Who asks: the user and the login session of their access token. */
+export interface Caller {
+  userId: string;
+  sessionId: string | null;
+}
+
 export interface MfaEnrolmentDeps {
   repo: MfaRepository;
   secrets: SecretBox;
@@ -71,7 +84,8 @@ export class MfaEnrolmentService {
     return { mfaEnabled: true, recoveryCodes: turnedOn ? codes : null };
   }
 
-  async deleteTotp(userId: string): Promise<void> {
+  async deleteTotp({ userId, sessionId }: Caller): Promise<void> {
+    await this.requireRecentLogin(userId, sessionId);
     const { result } = await this.repo.changeFactors(userId, [], (tx) => MfaRepository.deleteTotp(tx, userId));
     if (!result) throw new AppError('not-found', 'There is no TOTP factor to remove.');
   }
@@ -132,18 +146,27 @@ export class MfaEnrolmentService {
     return { credential: credentialView(row), mfaEnabled: true as const, recoveryCodes: turnedOn ? codes : null };
   }
 
-  async deleteCredential(userId: string, credentialId: string): Promise<void> {
+  async deleteCredential({ userId, sessionId }: Caller, credentialId: string): Promise<void> {
+    await this.requireRecentLogin(userId, sessionId);
     const { result } = await this.repo.changeFactors(userId, [], (tx) => MfaRepository.deleteCredential(tx, userId, credentialId));
     if (!result) throw new AppError('not-found', 'You have no FIDO2 credential with this id.');
   }
 
   /** Replaces every recovery code with 10 new ones; 409 while MFA is off. */
-  async regenerateRecoveryCodes(userId: string): Promise<{ recoveryCodes: string[] }> {
+  async regenerateRecoveryCodes({ userId, sessionId }: Caller): Promise<{ recoveryCodes: string[] }> {
+    await this.requireRecentLogin(userId, sessionId);
     const codes = newRecoveryCodes();
     if (!(await this.repo.regenerateRecoveryCodes(userId, codes.map(hashRecoveryCode)))) {
       throw new AppError('invalid-state', 'MFA is off: enrol TOTP or a FIDO2 credential first (that creates recovery codes).');
     }
     return { recoveryCodes: codes };
+  }
+
+  private async requireRecentLogin(userId: string, sessionId: string | null): Promise<void> {
+    const startedAt = sessionId ? await this.repo.sessionStartedAt(userId, sessionId) : undefined;
+    if (!startedAt || this.now() - startedAt.getTime() > RECENT_LOGIN_MS) {
+      throw new AppError('recent-login-required', `This change needs a login within the last ${RECENT_LOGIN_MS / 60_000} minutes; log in again (password and second factor) and retry with the new access token.`);
+    }
   }
 
   private async user(userId: string): Promise<MfaUser> {

@@ -1,7 +1,7 @@
 import { and, asc, count, eq, isNull, or, sql } from 'drizzle-orm';
 import { newId } from '@vap/shared';
 import type { Db } from '../../db/database.js';
-import { recoveryCodes, totpFactors, users, webauthnCredentials, webauthnRegistrations } from '../../db/schema/users.js';
+import { authSessions, recoveryCodes, totpFactors, users, webauthnCredentials, webauthnRegistrations } from '../../db/schema/users.js';
 
 export type TotpRow = typeof totpFactors.$inferSelect;
 export type CredentialRow = typeof webauthnCredentials.$inferSelect;
@@ -29,6 +29,15 @@ export class MfaRepository {
       .from(users)
       .where(eq(users.id, userId));
     return row;
+  }
+
+  /** When the user's login session started (the password and, with MFA, the second factor), if it is theirs. */
+  async sessionStartedAt(userId: string, sessionId: string): Promise<Date | undefined> {
+    const [row] = await this.db
+      .select({ createdAt: authSessions.createdAt })
+      .from(authSessions)
+      .where(and(eq(authSessions.id, sessionId), eq(authSessions.userId, userId)));
+    return row?.createdAt;
   }
 
   async findTotp(userId: string): Promise<TotpRow | undefined> {
