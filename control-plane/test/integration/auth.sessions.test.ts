@@ -3,7 +3,7 @@ import { ACCESS_TOKEN_TTL_SECONDS } from '../../src/modules/auth/access-tokens.j
 import { JwtKeys } from '../../src/modules/auth/jwt-keys.js';
 import { SessionService } from '../../src/modules/auth/session-service.js';
 import { SecretBox } from '../../src/secret-box.js';
-import { TEST_SECRET_KEY, agentBody, call, createTenant, createTestApp } from '../helpers.js';
+import { TEST_SECRET_KEY, agentBody, call, createTenant, createTestApp, isolatedDatabase } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 import { decodeJwt, freshIp, insertLoginUser, loginOk, movableClock, postFrom } from '../session-fixtures.js';
 import type { Tokens } from '../session-fixtures.js';
@@ -12,11 +12,19 @@ const clock = movableClock();
 let t: TestApp;
 let tenant: TestTenant;
 
+// A database of its own: this file moves its clock days ahead, and the rows it writes at those
+// times (signing keys, rate-limit windows, throttles) must not meet other files' apps.
+let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
+
 beforeAll(async () => {
-  t = await createTestApp({ now: clock.now });
+  iso = await isolatedDatabase();
+  t = await createTestApp({ now: clock.now, database: iso.database });
   tenant = await createTenant(t.database, { plan: 'starter' });
 });
-afterAll(async () => t.close());
+afterAll(async () => {
+  await t.close();
+  await iso.drop();
+});
 
 const refresh = (token: string) => postFrom(t.app, freshIp(), '/api/v1/auth/refresh', { refreshToken: token });
 const agentsWith = (accessToken: string) => call(t.app, accessToken, 'GET', '/api/v1/agents');
