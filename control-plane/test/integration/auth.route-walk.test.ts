@@ -6,7 +6,7 @@ import { ROLES, users } from '../../src/db/schema/users.js';
 import type { Role } from '../../src/db/schema/users.js';
 import { USER_RIGHTS, rightsOf } from '../../src/modules/auth/permissions.js';
 import type { Right, UserGrants, UserRight } from '../../src/modules/auth/permissions.js';
-import { call, createTenant, createTestApp } from '../helpers.js';
+import { call, createTenant, createTestApp, isolatedDatabase } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 
 /**
@@ -45,6 +45,7 @@ interface Op {
 }
 
 let t: TestApp;
+let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
 let tenant: TestTenant;
 let ops: Op[];
 let publicOps: string[];
@@ -76,7 +77,11 @@ function send(key: string | null, op: Op) {
 }
 
 beforeAll(async () => {
-  t = await createTestApp({ env: { RATE_LIMIT_ANONYMOUS: '100000' } });
+  // A database of its own: the walk sends hundreds of requests without credentials, which
+  // count in 127.0.0.1's anonymous rate-limit window, and that window lives in the database,
+  // so on the shared one they would push other test files (limit 60) into 429.
+  iso = await isolatedDatabase();
+  t = await createTestApp({ database: iso.database, env: { RATE_LIMIT_ANONYMOUS: '100000' } });
   tenant = await createTenant(t.database);
   const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{ paths: Record<string, Record<string, Record<string, unknown>>> }>();
   ops = [];
@@ -100,7 +105,10 @@ beforeAll(async () => {
     }
   }
 });
-afterAll(async () => t.close());
+afterAll(async () => {
+  await t.close();
+  await iso.drop();
+});
 
 describe('every /api/v1 route', () => {
   it('is in the OpenAPI document (or a listed hidden public route), so the walk sees it', () => {

@@ -1,18 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CATALOGUE, SCOPES } from '@vap/shared';
-import { call, createTenant, createTestApp } from '../helpers.js';
+import { call, createTenant, createTestApp, isolatedDatabase } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 
 let t: TestApp;
+let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
 let tenant: TestTenant;
 let doc: { paths: Record<string, Record<string, Record<string, unknown>>>; openapi: string };
 
 beforeAll(async () => {
-  t = await createTestApp();
+  // A database of its own: the walk below sends a request without credentials per operation,
+  // counted in 127.0.0.1's anonymous rate-limit window (60 a minute), which lives in the
+  // database; on the shared one other files' traffic would add up with it to 429s both ways.
+  iso = await isolatedDatabase();
+  t = await createTestApp({ database: iso.database, env: { RATE_LIMIT_ANONYMOUS: '100000' } });
   tenant = await createTenant(t.database);
   doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json();
 });
-afterAll(async () => t.close());
+afterAll(async () => {
+  await t.close();
+  await iso.drop();
+});
 
 type Op = { method: string; path: string; op: Record<string, unknown> };
 function operations(): Op[] {
