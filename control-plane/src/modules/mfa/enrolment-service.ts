@@ -23,6 +23,7 @@ export interface Caller {
   sessionId: string | null;
 }
 
+/** Collaborators of {@link MfaEnrolmentService}. */
 export interface MfaEnrolmentDeps {
   repo: MfaRepository;
   secrets: SecretBox;

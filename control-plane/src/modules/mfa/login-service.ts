@@ -12,6 +12,7 @@ import { matchTotp } from './totp.js';
 import { WEBAUTHN_CHALLENGE_TTL_MS, knownTransports, toWebAuthnCredential } from './webauthn.js';
 import type { RelyingParty } from './webauthn.js';
 
+/** Collaborators of {@link MfaLoginService}: the login's `MfaTokens` and `SessionService` for the login around the factor check. */
 export interface MfaLoginDeps {
   repo: MfaRepository;
   tokens: MfaTokens;

@@ -3,7 +3,9 @@ import { newId } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { authSessions, recoveryCodes, totpFactors, users, webauthnCredentials, webauthnRegistrations } from '../../db/schema/users.js';
 
+/** A stored TOTP factor (secret sealed). */
 export type TotpRow = typeof totpFactors.$inferSelect;
+/** A stored WebAuthn credential (COSE public key base64url, signature counter). */
 export type CredentialRow = typeof webauthnCredentials.$inferSelect;
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
