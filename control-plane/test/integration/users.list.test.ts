@@ -87,8 +87,12 @@ describe('GET /api/v1/users', () => {
   it('is open to roles with users:read only, and never to API keys', async () => {
     const manager = await signedIn(t.app, t.database, tenant.tenantId, 'AgencyAccountManager');
     expect((await call(t.app, manager.token, 'GET', '/api/v1/users')).statusCode).toBe(200);
+    // ReadOnly is "read-only everywhere": it may read users, not change them.
     const reader = await signedIn(t.app, t.database, tenant.tenantId, 'ReadOnly');
-    expect((await call(t.app, reader.token, 'GET', '/api/v1/users')).statusCode).toBe(403);
+    expect((await call(t.app, reader.token, 'GET', '/api/v1/users')).statusCode).toBe(200);
+    expect((await call(t.app, reader.token, 'POST', '/api/v1/users/invite', { email: 'x@example.com', firstName: 'X', lastName: 'Y', role: 'ReadOnly' })).statusCode).toBe(403);
+    const user = await signedIn(t.app, t.database, tenant.tenantId, 'TenantUser');
+    expect((await call(t.app, user.token, 'GET', '/api/v1/users')).statusCode).toBe(403);
     const key = await call(t.app, tenant.key, 'GET', '/api/v1/users');
     expect(key.statusCode).toBe(403);
     expect((await call(t.app, null, 'GET', '/api/v1/users')).statusCode).toBe(401);

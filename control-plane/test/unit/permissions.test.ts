@@ -23,7 +23,7 @@ describe('role matrix', () => {
   });
 
   it('lets ReadOnly read and nothing else, billing only with canViewBilling, whatever its flags', () => {
-    expect([...rightsOf(grants('ReadOnly'))].sort()).toEqual(['agents:read', 'analytics:read', 'conversations:read', 'profile', 'telephony:read', 'webhooks:read']);
+    expect([...rightsOf(grants('ReadOnly'))].sort()).toEqual(['agents:read', 'analytics:read', 'conversations:read', 'profile', 'telephony:read', 'users:read', 'webhooks:read']);
     const flagged = rightsOf(grants('ReadOnly', every));
     expect(flagged.has('billing:read')).toBe(true);
     for (const r of flagged) expect(r === 'profile' || r.endsWith(':read'), r).toBe(true);

@@ -71,8 +71,9 @@ const READS: Partial<Record<Right, Grant>> = {
  *   analytics, manage client accounts" = reads, analytics and the users of the account.
  * - TenantUser manages agents and conversations, reads telephony, webhooks and analytics,
  *   and nothing of users; billing and keys only through the permissions.
- * - ReadOnly reads agents, conversations, telephony, webhooks and analytics, and billing
- *   with `canViewBilling`; `canManageApiKeys` gives it nothing (managing keys is a write).
+ * - ReadOnly is "read-only everywhere" (spec): it reads agents, conversations, telephony,
+ *   webhooks, analytics and the account's users, and billing with `canViewBilling`;
+ *   `canManageApiKeys` gives it nothing (managing keys is a write).
  */
 export const ROLE_MATRIX: Readonly<Record<Role, Readonly<Record<Right, Grant>>>> = {
   Admin: { ...ALL, 'conversations:delete': 'canDeleteConversations' },
@@ -110,7 +111,7 @@ export const ROLE_MATRIX: Readonly<Record<Role, Readonly<Record<Right, Grant>>>>
     'billing:read': 'canViewBilling',
     'api-keys:manage': 'canManageApiKeys',
   },
-  ReadOnly: { ...NONE, ...READS, 'billing:read': 'canViewBilling' },
+  ReadOnly: { ...NONE, ...READS, 'users:read': true, 'billing:read': 'canViewBilling' },
 };
 
 /** The fields of a user row the matrix reads. */
