@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { hash } from '@node-rs/argon2';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { newId } from '@vap/shared';
 import type { Database } from '../src/db/database.js';
 import { users } from '../src/db/schema/users.js';
 import type { Role } from '../src/db/schema/users.js';
+import type { Plan } from '../src/db/schema/tenants.js';
+import { createTenant, createTestApp, isolatedDatabase } from './helpers.js';
+import type { TestApp, TestTenant } from './helpers.js';
 
 export interface SessionTestUser {
   id: string;
@@ -80,4 +83,35 @@ export function decodeJwt(token: string): { header: Record<string, unknown>; pay
 export function movableClock(startMs = Date.now()): { now: () => number; advance(ms: number): void } {
   let t = startMs;
   return { now: () => t, advance: (ms) => (t += ms) };
+}
+
+/** A session test file's world: its own database, an app on a movable clock, and a tenant. */
+export interface SessionWorld {
+  clock: ReturnType<typeof movableClock>;
+  /** Set in beforeAll. */
+  t: TestApp;
+  /** Set in beforeAll. */
+  tenant: TestTenant;
+}
+
+/**
+ * Registers beforeAll/afterAll building (and dropping) the world; `t` and `tenant` are there
+ * once beforeAll has run. A database of its own: these files move their clock days ahead, and the
+ * rows written at those times (signing keys, rate-limit windows, throttles) must not meet other
+ * files' apps.
+ */
+export function sessionWorld(opts: { plan?: Plan } = {}): SessionWorld {
+  const w = { clock: movableClock() } as SessionWorld;
+  let drop: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    const iso = await isolatedDatabase();
+    drop = iso.drop;
+    w.t = await createTestApp({ now: w.clock.now, database: iso.database });
+    w.tenant = await createTenant(w.t.database, opts);
+  });
+  afterAll(async () => {
+    await w.t?.close();
+    await drop?.();
+  });
+  return w;
 }

@@ -1,26 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, createTenant, createTestApp, isolatedDatabase } from '../helpers.js';
-import type { TestApp, TestTenant } from '../helpers.js';
-import { decodeJwt, freshIp, insertLoginUser, loginOk, movableClock, postFrom } from '../session-fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { call } from '../helpers.js';
+import { decodeJwt, freshIp, insertLoginUser, loginOk, postFrom, sessionWorld } from '../session-fixtures.js';
 
-const clock = movableClock();
-let t: TestApp;
-let tenant: TestTenant;
-
-// A database of its own: this file moves its clock days ahead, and the rows it writes at those
-// times (signing keys, rate-limit windows, throttles) must not meet other files' apps.
-let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  t = await createTestApp({ now: clock.now, database: iso.database });
-  tenant = await createTenant(t.database);
-});
-afterAll(async () => {
-  await t.close();
-  await iso.drop();
-});
+const w = sessionWorld();
 
 /** The problem body without the per-request trace id. */
 function problem(res: { json(): unknown }): Record<string, unknown> {
@@ -30,8 +13,8 @@ function problem(res: { json(): unknown }): Record<string, unknown> {
 
 describe('POST /api/v1/auth/login', () => {
   it('answers a token response whose access token carries user, tenant, role and session and opens an existing route', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId, { role: 'TenantUser' });
-    const res = await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: user.email.toUpperCase(), password: user.password });
+    const user = await insertLoginUser(w.t.database, w.tenant.tenantId, { role: 'TenantUser' });
+    const res = await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: user.email.toUpperCase(), password: user.password });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
     expect(res.headers['cache-control']).toBe('no-store');
@@ -41,33 +24,33 @@ describe('POST /api/v1/auth/login', () => {
     const { header, payload } = decodeJwt(body.accessToken);
     expect(header).toMatchObject({ alg: 'ES256', typ: 'JWT' });
     expect(header.kid).toEqual(expect.any(String));
-    expect(payload).toMatchObject({ sub: user.id, tid: tenant.tenantId, role: 'TenantUser', iss: t.config.publicUrl, aud: 'vap-api' });
+    expect(payload).toMatchObject({ sub: user.id, tid: w.tenant.tenantId, role: 'TenantUser', iss: w.t.config.publicUrl, aud: 'vap-api' });
     expect(payload.sid).toMatch(/^ses_/);
-    expect(payload.iat).toBe(Math.floor(clock.now() / 1000));
+    expect(payload.iat).toBe(Math.floor(w.clock.now() / 1000));
     expect(Number(payload.exp) - Number(payload.iat)).toBe(900);
 
-    const session = await t.database.pool.query('select user_id, tenant_id, ip, user_agent, revoked_at from auth_sessions where id = $1', [payload.sid]);
-    expect(session.rows[0]).toMatchObject({ user_id: user.id, tenant_id: tenant.tenantId, user_agent: 'session-tests', revoked_at: null });
-    const stored = await t.database.pool.query('select token_hash from refresh_tokens where session_id = $1', [payload.sid]);
+    const session = await w.t.database.pool.query('select user_id, tenant_id, ip, user_agent, revoked_at from auth_sessions where id = $1', [payload.sid]);
+    expect(session.rows[0]).toMatchObject({ user_id: user.id, tenant_id: w.tenant.tenantId, user_agent: 'session-tests', revoked_at: null });
+    const stored = await w.t.database.pool.query('select token_hash from refresh_tokens where session_id = $1', [payload.sid]);
     expect(stored.rows).toHaveLength(1);
     expect(stored.rows[0].token_hash).not.toContain(body.refreshToken);
-    const u = await t.database.pool.query('select last_login_at from users where id = $1', [user.id]);
-    expect(u.rows[0].last_login_at.getTime()).toBe(clock.now());
+    const u = await w.t.database.pool.query('select last_login_at from users where id = $1', [user.id]);
+    expect(u.rows[0].last_login_at.getTime()).toBe(w.clock.now());
 
-    const agents = await call(t.app, body.accessToken, 'GET', '/api/v1/agents');
+    const agents = await call(w.t.app, body.accessToken, 'GET', '/api/v1/agents');
     expect(agents.statusCode, agents.body).toBe(200);
   });
 
   it('answers a wrong email, a wrong password, a deactivated user and a user without password with the same 401', async () => {
     const ip = freshIp();
-    const user = await insertLoginUser(t.database, tenant.tenantId);
-    const deactivated = await insertLoginUser(t.database, tenant.tenantId, { status: 'deactivated' });
-    const invited = await insertLoginUser(t.database, tenant.tenantId, { noPassword: true });
+    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    const deactivated = await insertLoginUser(w.t.database, w.tenant.tenantId, { status: 'deactivated' });
+    const invited = await insertLoginUser(w.t.database, w.tenant.tenantId, { noPassword: true });
     const answers = [
-      await postFrom(t.app, ip, '/api/v1/auth/login', { email: `nobody-${user.id}@sessions.example`, password: user.password }),
-      await postFrom(t.app, ip, '/api/v1/auth/login', { email: user.email, password: `${user.password}x` }),
-      await postFrom(t.app, ip, '/api/v1/auth/login', { email: deactivated.email, password: deactivated.password }),
-      await postFrom(t.app, ip, '/api/v1/auth/login', { email: invited.email, password: invited.password }),
+      await postFrom(w.t.app, ip, '/api/v1/auth/login', { email: `nobody-${user.id}@sessions.example`, password: user.password }),
+      await postFrom(w.t.app, ip, '/api/v1/auth/login', { email: user.email, password: `${user.password}x` }),
+      await postFrom(w.t.app, ip, '/api/v1/auth/login', { email: deactivated.email, password: deactivated.password }),
+      await postFrom(w.t.app, ip, '/api/v1/auth/login', { email: invited.email, password: invited.password }),
     ];
     for (const res of answers) {
       expect(res.statusCode).toBe(401);
@@ -77,11 +60,11 @@ describe('POST /api/v1/auth/login', () => {
   });
 
   it('takes about as long for an unknown email as for a wrong password', async () => {
-    const known = await Promise.all(Array.from({ length: 12 }, () => insertLoginUser(t.database, tenant.tenantId)));
+    const known = await Promise.all(Array.from({ length: 12 }, () => insertLoginUser(w.t.database, w.tenant.tenantId)));
     const time = async (email: string): Promise<number> => {
       const start = performance.now();
       // A new address and a new account each time keep the throttle out of the measurement.
-      const res = await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email, password: 'not the password' });
+      const res = await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email, password: 'not the password' });
       expect(res.statusCode).toBe(401);
       return performance.now() - start;
     };
@@ -105,62 +88,62 @@ describe('POST /api/v1/auth/login', () => {
   });
 
   it('names the field of a bad body', async () => {
-    const missing = await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: 'a@b.example' });
+    const missing = await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: 'a@b.example' });
     expect(missing.statusCode).toBe(400);
     expect(missing.json().errors).toEqual([expect.objectContaining({ field: 'password' })]);
-    const wrongType = await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: 'a@b.example', password: 12345 });
+    const wrongType = await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: 'a@b.example', password: 12345 });
     expect(wrongType.statusCode).toBe(422);
     expect(wrongType.json().errors).toEqual([expect.objectContaining({ field: 'password' })]);
   });
 
   it('asks for the second factor when the user has confirmed factors, with null tokens', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
-    await t.database.pool.query('insert into totp_factors (user_id, secret_sealed, confirmed_at) values ($1, $2, now())', [user.id, 'sealed']);
-    await t.database.pool.query(`insert into webauthn_credentials (id, user_id, name, public_key) values ($1, $2, 'key', 'pk')`, [`cred-${user.id}`, user.id]);
-    const res = await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: user.password });
+    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    await w.t.database.pool.query('insert into totp_factors (user_id, secret_sealed, confirmed_at) values ($1, $2, now())', [user.id, 'sealed']);
+    await w.t.database.pool.query(`insert into webauthn_credentials (id, user_id, name, public_key) values ($1, $2, 'key', 'pk')`, [`cred-${user.id}`, user.id]);
+    const res = await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: user.password });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
     expect(body).toEqual({ mfaRequired: true, mfaToken: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), mfaMethods: ['totp', 'fido2'], accessToken: null, refreshToken: null });
-    const sessions = await t.database.pool.query('select count(*)::int as n from auth_sessions where user_id = $1', [user.id]);
+    const sessions = await w.t.database.pool.query('select count(*)::int as n from auth_sessions where user_id = $1', [user.id]);
     expect(sessions.rows[0].n).toBe(0);
-    const challenge = await t.database.pool.query('select expires_at, created_at, attempts from mfa_challenges where user_id = $1', [user.id]);
+    const challenge = await w.t.database.pool.query('select expires_at, created_at, attempts from mfa_challenges where user_id = $1', [user.id]);
     expect(challenge.rows[0].expires_at.getTime() - challenge.rows[0].created_at.getTime()).toBe(5 * 60_000);
   });
 
   it('does not ask for MFA while a TOTP enrolment is unconfirmed', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
-    await t.database.pool.query('insert into totp_factors (user_id, secret_sealed) values ($1, $2)', [user.id, 'sealed']);
-    const tokens = await loginOk(t.app, freshIp(), user);
+    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    await w.t.database.pool.query('insert into totp_factors (user_id, secret_sealed) values ($1, $2)', [user.id, 'sealed']);
+    const tokens = await loginOk(w.t.app, freshIp(), user);
     expect(tokens.accessToken).toEqual(expect.any(String));
   });
 });
 
 describe('login throttle', () => {
   it('locks an account after 5 failures for 15 minutes, refuses even the right password meanwhile, and opens again after', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
+    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
     const ip = freshIp();
     const wrong = { email: user.email, password: 'wrong password' };
-    for (let i = 0; i < 5; i++) expect((await postFrom(t.app, ip, '/api/v1/auth/login', wrong)).statusCode).toBe(401);
+    for (let i = 0; i < 5; i++) expect((await postFrom(w.t.app, ip, '/api/v1/auth/login', wrong)).statusCode).toBe(401);
 
-    const locked = await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: user.password });
+    const locked = await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: user.password });
     expect(locked.statusCode).toBe(429);
     expect(locked.json()).toMatchObject({ type: expect.stringMatching(/\/errors\/account-locked$/), status: 429 });
     expect(Number(locked.headers['retry-after'])).toBe(900);
 
-    clock.advance(14 * 60_000);
-    expect((await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: user.password })).statusCode).toBe(429);
-    clock.advance(60_000);
-    await loginOk(t.app, freshIp(), user);
+    w.clock.advance(14 * 60_000);
+    expect((await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: user.password })).statusCode).toBe(429);
+    w.clock.advance(60_000);
+    await loginOk(w.t.app, freshIp(), user);
   });
 
   it('locks an unknown email exactly like a known one', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
+    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
     const ghost = `ghost-${user.id}@sessions.example`;
     for (const email of [user.email, ghost]) {
-      for (let i = 0; i < 5; i++) await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email, password: 'wrong password' });
+      for (let i = 0; i < 5; i++) await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email, password: 'wrong password' });
     }
-    const known = await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: 'wrong password' });
-    const unknown = await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: ghost, password: 'wrong password' });
+    const known = await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: 'wrong password' });
+    const unknown = await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: ghost, password: 'wrong password' });
     expect(known.statusCode).toBe(429);
     expect(unknown.statusCode).toBe(429);
     expect(problem(unknown)).toEqual(problem(known));
@@ -168,46 +151,46 @@ describe('login throttle', () => {
   });
 
   it('after a lock ends, one more failure locks again at once', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
+    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
     const wrong = { email: user.email, password: 'wrong password' };
-    for (let i = 0; i < 5; i++) await postFrom(t.app, freshIp(), '/api/v1/auth/login', wrong);
-    clock.advance(15 * 60_000);
-    expect((await postFrom(t.app, freshIp(), '/api/v1/auth/login', wrong)).statusCode).toBe(401);
-    expect((await postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: user.password })).statusCode).toBe(429);
+    for (let i = 0; i < 5; i++) await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', wrong);
+    w.clock.advance(15 * 60_000);
+    expect((await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', wrong)).statusCode).toBe(401);
+    expect((await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: user.password })).statusCode).toBe(429);
     // Fifteen quiet minutes after a lock ends, the count starts over.
-    clock.advance(30 * 60_000);
-    for (let i = 0; i < 4; i++) expect((await postFrom(t.app, freshIp(), '/api/v1/auth/login', wrong)).statusCode).toBe(401);
-    await loginOk(t.app, freshIp(), user);
+    w.clock.advance(30 * 60_000);
+    for (let i = 0; i < 4; i++) expect((await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', wrong)).statusCode).toBe(401);
+    await loginOk(w.t.app, freshIp(), user);
   });
 
   it('clears the account count on a successful login', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
+    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
     const wrong = { email: user.email, password: 'wrong password' };
-    for (let i = 0; i < 4; i++) await postFrom(t.app, freshIp(), '/api/v1/auth/login', wrong);
-    await loginOk(t.app, freshIp(), user);
-    for (let i = 0; i < 4; i++) expect((await postFrom(t.app, freshIp(), '/api/v1/auth/login', wrong)).statusCode).toBe(401);
-    await loginOk(t.app, freshIp(), user);
+    for (let i = 0; i < 4; i++) await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', wrong);
+    await loginOk(w.t.app, freshIp(), user);
+    for (let i = 0; i < 4; i++) expect((await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', wrong)).statusCode).toBe(401);
+    await loginOk(w.t.app, freshIp(), user);
   });
 
   it('does not let parallel guesses past the limit', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
-    const answers = await Promise.all(Array.from({ length: 12 }, () => postFrom(t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: 'wrong password' })));
+    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    const answers = await Promise.all(Array.from({ length: 12 }, () => postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: 'wrong password' })));
     expect(answers.filter((r) => r.statusCode === 401)).toHaveLength(5);
     expect(answers.filter((r) => r.statusCode === 429)).toHaveLength(7);
   });
 
   it('locks a client address after 50 failures across accounts; successful logins from it do not count', async () => {
     const ip = freshIp();
-    const user = await insertLoginUser(t.database, tenant.tenantId);
-    for (let i = 0; i < 3; i++) await loginOk(t.app, ip, user);
+    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    for (let i = 0; i < 3; i++) await loginOk(w.t.app, ip, user);
     for (let i = 0; i < 50; i++) {
-      const res = await postFrom(t.app, ip, '/api/v1/auth/login', { email: `spray-${i}-${user.id}@sessions.example`, password: 'wrong password' });
+      const res = await postFrom(w.t.app, ip, '/api/v1/auth/login', { email: `spray-${i}-${user.id}@sessions.example`, password: 'wrong password' });
       expect(res.statusCode).toBe(401);
     }
-    const locked = await postFrom(t.app, ip, '/api/v1/auth/login', { email: user.email, password: user.password });
+    const locked = await postFrom(w.t.app, ip, '/api/v1/auth/login', { email: user.email, password: user.password });
     expect(locked.statusCode).toBe(429);
     expect(locked.json().type).toMatch(/\/errors\/account-locked$/);
     // The account itself is not locked: the same user logs in from elsewhere.
-    await loginOk(t.app, freshIp(), user);
+    await loginOk(w.t.app, freshIp(), user);
   });
 });

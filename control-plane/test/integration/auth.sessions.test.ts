@@ -1,45 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ACCESS_TOKEN_TTL_SECONDS } from '../../src/modules/auth/access-tokens.js';
 import { JwtKeys } from '../../src/modules/auth/jwt-keys.js';
 import { SessionService } from '../../src/modules/auth/session-service.js';
 import { SecretBox } from '../../src/secret-box.js';
-import { TEST_SECRET_KEY, agentBody, call, createTenant, createTestApp, isolatedDatabase } from '../helpers.js';
-import type { TestApp, TestTenant } from '../helpers.js';
-import { decodeJwt, freshIp, insertLoginUser, loginOk, movableClock, postFrom } from '../session-fixtures.js';
+import { TEST_SECRET_KEY, agentBody, call } from '../helpers.js';
+import { decodeJwt, freshIp, insertLoginUser, loginOk, postFrom, sessionWorld } from '../session-fixtures.js';
 import type { Tokens } from '../session-fixtures.js';
 
-const clock = movableClock();
-let t: TestApp;
-let tenant: TestTenant;
+const w = sessionWorld({ plan: 'starter' });
 
-// A database of its own: this file moves its clock days ahead, and the rows it writes at those
-// times (signing keys, rate-limit windows, throttles) must not meet other files' apps.
-let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
-
-beforeAll(async () => {
-  iso = await isolatedDatabase();
-  t = await createTestApp({ now: clock.now, database: iso.database });
-  tenant = await createTenant(t.database, { plan: 'starter' });
-});
-afterAll(async () => {
-  await t.close();
-  await iso.drop();
-});
-
-const refresh = (token: string) => postFrom(t.app, freshIp(), '/api/v1/auth/refresh', { refreshToken: token });
-const agentsWith = (accessToken: string) => call(t.app, accessToken, 'GET', '/api/v1/agents');
+const refresh = (token: string) => postFrom(w.t.app, freshIp(), '/api/v1/auth/refresh', { refreshToken: token });
+const agentsWith = (accessToken: string) => call(w.t.app, accessToken, 'GET', '/api/v1/agents');
 
 async function signedIn(role: 'TenantOwner' | 'TenantUser' = 'TenantOwner') {
-  const user = await insertLoginUser(t.database, tenant.tenantId, { role });
-  return { user, tokens: await loginOk(t.app, freshIp(), user) };
+  const user = await insertLoginUser(w.t.database, w.tenant.tenantId, { role });
+  return { user, tokens: await loginOk(w.t.app, freshIp(), user) };
 }
 
 describe('access tokens', () => {
   it('are refused once expired, with a reason saying so', async () => {
     const { tokens } = await signedIn();
-    clock.advance((ACCESS_TOKEN_TTL_SECONDS - 10) * 1000);
+    w.clock.advance((ACCESS_TOKEN_TTL_SECONDS - 10) * 1000);
     expect((await agentsWith(tokens.accessToken)).statusCode).toBe(200);
-    clock.advance(20_000);
+    w.clock.advance(20_000);
     const res = await agentsWith(tokens.accessToken);
     expect(res.statusCode).toBe(401);
     expect(res.json().detail).toMatch(/^Expired access token/);
@@ -61,17 +44,17 @@ describe('access tokens', () => {
     const { user, tokens: before } = await signedIn();
     const oldKid = decodeJwt(before.accessToken).header.kid;
     // Another control plane on the same database rotates.
-    const other = new JwtKeys({ pool: t.database.pool, secrets: new SecretBox(TEST_SECRET_KEY), now: clock.now, retiredKeyGraceMs: 1_020_000 });
+    const other = new JwtKeys({ pool: w.t.database.pool, secrets: new SecretBox(TEST_SECRET_KEY), now: w.clock.now, retiredKeyGraceMs: 1_020_000 });
     const newKid = await other.rotate();
     expect(newKid).not.toBe(oldKid);
     expect((await agentsWith(before.accessToken)).statusCode).toBe(200);
     // This app sees the rotation once its key cache (30 s) runs out.
-    clock.advance(31_000);
-    const after = await loginOk(t.app, freshIp(), user);
+    w.clock.advance(31_000);
+    const after = await loginOk(w.t.app, freshIp(), user);
     expect(decodeJwt(after.accessToken).header.kid).toBe(newKid);
     expect((await agentsWith(after.accessToken)).statusCode).toBe(200);
     expect((await agentsWith(before.accessToken)).statusCode).toBe(200);
-    const jwks = await t.app.inject({ method: 'GET', url: '/api/v1/auth/jwks.json', remoteAddress: freshIp() });
+    const jwks = await w.t.app.inject({ method: 'GET', url: '/api/v1/auth/jwks.json', remoteAddress: freshIp() });
     expect(jwks.statusCode).toBe(200);
     const kids = jwks.json().keys.map((k: { kid: string }) => k.kid);
     expect(kids).toEqual(expect.arrayContaining([oldKid, newKid]));
@@ -79,19 +62,19 @@ describe('access tokens', () => {
       expect(k).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
       expect(k).not.toHaveProperty('d');
     }
-    const stored = await t.database.pool.query('select private_jwk_sealed, retired_at from signing_keys where kid = $1', [oldKid]);
+    const stored = await w.t.database.pool.query('select private_jwk_sealed, retired_at from signing_keys where kid = $1', [oldKid]);
     expect(stored.rows[0].retired_at).not.toBeNull();
     expect(stored.rows[0].private_jwk_sealed).toMatch(/^v1\./);
   });
 
   it('follow role changes and deactivation at the next request', async () => {
     const { user, tokens } = await signedIn('TenantUser');
-    expect((await call(t.app, tokens.accessToken, 'POST', '/api/v1/agents', agentBody())).statusCode).toBe(201);
-    await t.database.pool.query(`update users set role = 'ReadOnly' where id = $1`, [user.id]);
-    expect((await call(t.app, tokens.accessToken, 'POST', '/api/v1/agents', agentBody())).statusCode).toBe(403);
+    expect((await call(w.t.app, tokens.accessToken, 'POST', '/api/v1/agents', agentBody())).statusCode).toBe(201);
+    await w.t.database.pool.query(`update users set role = 'ReadOnly' where id = $1`, [user.id]);
+    expect((await call(w.t.app, tokens.accessToken, 'POST', '/api/v1/agents', agentBody())).statusCode).toBe(403);
     expect((await agentsWith(tokens.accessToken)).statusCode).toBe(200);
 
-    await t.database.pool.query(`update users set status = 'deactivated', deactivated_at = now() where id = $1`, [user.id]);
+    await w.t.database.pool.query(`update users set status = 'deactivated', deactivated_at = now() where id = $1`, [user.id]);
     const cut = await agentsWith(tokens.accessToken);
     expect(cut.statusCode).toBe(401);
     expect(cut.json().detail).toBe('This user is deactivated.');
@@ -100,8 +83,8 @@ describe('access tokens', () => {
 
   it('end with the session when the user’s sessions are revoked (what deactivation does)', async () => {
     const { user, tokens } = await signedIn();
-    const second = await loginOk(t.app, freshIp(), user);
-    const sessions = new SessionService({ db: t.database.db, tokens: null as never, now: clock.now, refreshTokenTtlMs: 1, sessionMaxAgeMs: 1 });
+    const second = await loginOk(w.t.app, freshIp(), user);
+    const sessions = new SessionService({ db: w.t.database.db, tokens: null as never, now: w.clock.now, refreshTokenTtlMs: 1, sessionMaxAgeMs: 1 });
     expect(await sessions.revokeUserSessions(user.id, 'deactivated')).toBe(2);
     for (const pair of [tokens, second]) {
       const res = await agentsWith(pair.accessToken);
@@ -113,7 +96,7 @@ describe('access tokens', () => {
 
   it('count in the tenant’s rate-limit window like API keys', async () => {
     const { tokens } = await signedIn();
-    const byKey = await call(t.app, tenant.key, 'GET', '/api/v1/agents');
+    const byKey = await call(w.t.app, w.tenant.key, 'GET', '/api/v1/agents');
     const byUser = await agentsWith(tokens.accessToken);
     expect(byUser.headers['x-ratelimit-limit']).toBe('60');
     expect(Number(byUser.headers['x-ratelimit-remaining'])).toBe(Number(byKey.headers['x-ratelimit-remaining']) - 1);
@@ -123,7 +106,7 @@ describe('access tokens', () => {
 describe('POST /api/v1/auth/refresh', () => {
   it('returns a new pair and spends the old refresh token', async () => {
     const { tokens } = await signedIn();
-    clock.advance(1000);
+    w.clock.advance(1000);
     const res = await refresh(tokens.refreshToken);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
@@ -147,7 +130,7 @@ describe('POST /api/v1/auth/refresh', () => {
     expect((await refresh(third.refreshToken)).statusCode).toBe(401);
     expect((await agentsWith(third.accessToken)).statusCode).toBe(401);
     const sid = decodeJwt(first.accessToken).payload.sid;
-    const row = await t.database.pool.query('select revoked_reason from auth_sessions where id = $1', [sid]);
+    const row = await w.t.database.pool.query('select revoked_reason from auth_sessions where id = $1', [sid]);
     expect(row.rows[0].revoked_reason).toBe('reuse_detected');
   });
 
@@ -159,17 +142,17 @@ describe('POST /api/v1/auth/refresh', () => {
 
   it('refuses an expired refresh token, and a session past its 30-day limit however often refreshed', async () => {
     const { tokens } = await signedIn();
-    clock.advance(14 * 86_400_000 + 1000);
+    w.clock.advance(14 * 86_400_000 + 1000);
     expect((await refresh(tokens.refreshToken)).statusCode).toBe(401);
 
     let current = (await signedIn()).tokens;
     for (let i = 0; i < 2; i++) {
-      clock.advance(13 * 86_400_000);
+      w.clock.advance(13 * 86_400_000);
       const res = await refresh(current.refreshToken);
       expect(res.statusCode, `refresh ${i}`).toBe(200);
       current = res.json<Tokens>();
     }
-    clock.advance(4 * 86_400_000);
+    w.clock.advance(4 * 86_400_000);
     expect((await agentsWith(current.accessToken)).statusCode).toBe(401);
     expect((await refresh(current.refreshToken)).statusCode).toBe(401);
   });
@@ -177,7 +160,7 @@ describe('POST /api/v1/auth/refresh', () => {
   it('refuses unknown tokens and names a missing field', async () => {
     expect((await refresh('A'.repeat(43))).statusCode).toBe(401);
     expect((await refresh('short')).statusCode).toBe(401);
-    const missing = await postFrom(t.app, freshIp(), '/api/v1/auth/refresh', {});
+    const missing = await postFrom(w.t.app, freshIp(), '/api/v1/auth/refresh', {});
     expect(missing.statusCode).toBe(400);
     expect(missing.json().errors).toEqual([expect.objectContaining({ field: 'refreshToken' })]);
   });
@@ -186,19 +169,19 @@ describe('POST /api/v1/auth/refresh', () => {
 describe('POST /api/v1/auth/logout', () => {
   it('with the refresh token ends the session: refresh fails and access tokens stop at the next request', async () => {
     const { tokens } = await signedIn();
-    const res = await postFrom(t.app, freshIp(), '/api/v1/auth/logout', { refreshToken: tokens.refreshToken });
+    const res = await postFrom(w.t.app, freshIp(), '/api/v1/auth/logout', { refreshToken: tokens.refreshToken });
     expect(res.statusCode, res.body).toBe(204);
     expect((await refresh(tokens.refreshToken)).statusCode).toBe(401);
     const cut = await agentsWith(tokens.accessToken);
     expect(cut.statusCode).toBe(401);
     expect(cut.json().detail).toMatch(/^The session has ended/);
-    expect((await postFrom(t.app, freshIp(), '/api/v1/auth/logout', { refreshToken: tokens.refreshToken })).statusCode).toBe(204);
+    expect((await postFrom(w.t.app, freshIp(), '/api/v1/auth/logout', { refreshToken: tokens.refreshToken })).statusCode).toBe(204);
   });
 
   it('with only the access token ends that session and leaves the user’s other sessions alone', async () => {
     const { user, tokens } = await signedIn();
-    const other = await loginOk(t.app, freshIp(), user);
-    const res = await t.app.inject({ method: 'POST', url: '/api/v1/auth/logout', remoteAddress: freshIp(), headers: { authorization: `Bearer ${tokens.accessToken}` } });
+    const other = await loginOk(w.t.app, freshIp(), user);
+    const res = await w.t.app.inject({ method: 'POST', url: '/api/v1/auth/logout', remoteAddress: freshIp(), headers: { authorization: `Bearer ${tokens.accessToken}` } });
     expect(res.statusCode, res.body).toBe(204);
     expect((await agentsWith(tokens.accessToken)).statusCode).toBe(401);
     expect((await refresh(tokens.refreshToken)).statusCode).toBe(401);
@@ -206,8 +189,8 @@ describe('POST /api/v1/auth/logout', () => {
   });
 
   it('refuses an unknown refresh token and a call with neither token', async () => {
-    expect((await postFrom(t.app, freshIp(), '/api/v1/auth/logout', { refreshToken: 'B'.repeat(43) })).statusCode).toBe(401);
-    const none = await t.app.inject({ method: 'POST', url: '/api/v1/auth/logout', remoteAddress: freshIp() });
+    expect((await postFrom(w.t.app, freshIp(), '/api/v1/auth/logout', { refreshToken: 'B'.repeat(43) })).statusCode).toBe(401);
+    const none = await w.t.app.inject({ method: 'POST', url: '/api/v1/auth/logout', remoteAddress: freshIp() });
     expect(none.statusCode).toBe(401);
   });
 });
