@@ -19,3 +19,5 @@ export * from './storage/object-store.js';
 export * from './storage/local-object-store.js';
 export * from './storage/object-store-config.js';
 export * from './storage/s3-object-store.js';
+export * from './metrics/process-metrics.js';
+export * from './metrics/exposition-parser.js';
