@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { hash } from '@node-rs/argon2';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { InProcessBus, newId } from '@vap/shared';
 import { buildApp } from '../src/app.js';
 import type { Database } from '../src/db/database.js';
@@ -13,7 +13,8 @@ import type { Role } from '../src/db/schema/users.js';
 import { CaptureMailer } from '../src/mail/capture-mailer.js';
 import type { Mailer } from '../src/mail/mailer.js';
 import { SecretBox } from '../src/secret-box.js';
-import { TEST_SECRET_KEY, call, isolatedDatabase, testConfig } from './helpers.js';
+import { TEST_SECRET_KEY, call, createTenant, isolatedDatabase, testConfig } from './helpers.js';
+import type { TestTenant } from './helpers.js';
 
 /**
  * The real app on a database of its own, with a mailer of the test's choice (default: a
@@ -88,6 +89,30 @@ export async function signedIn(app: FastifyInstance, database: Database, tenantI
   const u = await insertUser(database, tenantId, { ...opts, role });
   const tokens = await login(app, u.email, u.password);
   return { ...u, token: tokens.accessToken, refreshToken: tokens.refreshToken };
+}
+
+export type UsersTestApp = Awaited<ReturnType<typeof createUsersTestApp>>;
+
+/** A users test file's world: the users test app (own database), a tenant, and a signed-in Admin of it. */
+export interface UsersWorld {
+  /** Set in beforeAll. */
+  t: UsersTestApp;
+  /** Set in beforeAll. */
+  tenant: TestTenant;
+  /** Set in beforeAll. */
+  admin: TestUser & { token: string; refreshToken: string };
+}
+
+/** Registers beforeAll/afterAll building (and closing) the world; `adminOpts` shape the Admin's row. */
+export function usersWorld(adminOpts: Omit<Parameters<typeof insertUser>[2], 'role'> = {}): UsersWorld {
+  const w = {} as UsersWorld;
+  beforeAll(async () => {
+    w.t = await createUsersTestApp();
+    w.tenant = await createTenant(w.t.database);
+    w.admin = await signedIn(w.t.app, w.t.database, w.tenant.tenantId, 'Admin', adminOpts);
+  });
+  afterAll(async () => w.t?.close());
+  return w;
 }
 
 /** The invitation token in a captured or received invitation email (from its link). */
