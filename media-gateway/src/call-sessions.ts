@@ -254,6 +254,7 @@ export class CallSessions {
       },
       error: outcome?.error ?? failure?.error ?? null,
       recording,
+      turnMetrics: r?.metrics ?? [],
     });
   }
 

@@ -143,6 +143,7 @@ export function endedRecord(tenantId: string, agentId: string, conversationId: s
     },
     error: null,
     recording: null,
+    turnMetrics: [],
     ...overrides,
   };
 }

@@ -55,6 +55,28 @@ export const callRecordingSchema = z.object({
 
 export const conversationStatusSchema = z.enum(['in_progress', 'completed', 'failed', 'abandoned']);
 
+/**
+ * Where the time of one agent reply went (ms, whole numbers), from the end of the caller's
+ * speech to the first agent audio handed to the carrier. `totalMs` = endpointing + LLM first
+ * token + TTS first byte + overhead; `sttMs` (end of speech → final transcript) runs inside
+ * the endpointing wait, so it is not a slice of its own.
+ */
+export const turnMetricsSchema = z.object({
+  turnId: z.string(),
+  /** End of speech → turn decision. */
+  endpointingMs: z.number().int().min(0),
+  /** End of speech → STT final transcript. */
+  sttMs: z.number().int().min(0),
+  /** LLM request → first token. */
+  llmFirstTokenMs: z.number().int().min(0),
+  /** First sentence to TTS → first audio byte. */
+  ttsFirstByteMs: z.number().int().min(0),
+  /** The rest: sentence aggregation, queues, our code. */
+  overheadMs: z.number().int().min(0),
+  /** End of speech → first agent audio handed to the carrier. */
+  totalMs: z.number().int().min(0),
+});
+
 /** The agent a gateway runs for one call: a snapshot taken when the call starts. */
 export const callAgentSchema = z.object({
   id: z.string(),
@@ -141,6 +163,11 @@ export const SUBJECTS = {
       error: z.object({ code: z.string(), message: z.string() }).nullable(),
       /** The call's recording, already in the recording store; null when the agent does not record or it failed. */
       recording: callRecordingSchema.nullable().default(null),
+      /**
+       * Latency of each agent reply, in call order. A malformed breakdown is dropped (`[]`)
+       * rather than failing the message: it must not cost the call's record.
+       */
+      turnMetrics: z.array(turnMetricsSchema).default([]).catch([]),
     }),
   },
   /** A provider failed during a call (spec event `Error`). */

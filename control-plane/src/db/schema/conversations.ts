@@ -28,6 +28,17 @@ export interface StoredRecording {
   deletedAt?: string;
 }
 
+/** Latency of one agent reply as stored (bus `turnMetricsSchema`; ms). */
+export interface StoredTurnMetrics {
+  turnId: string;
+  endpointingMs: number;
+  sttMs: number;
+  llmFirstTokenMs: number;
+  ttsFirstByteMs: number;
+  overheadMs: number;
+  totalMs: number;
+}
+
 /**
  * One call or chat (spec "Conversation"). `agent_id` is not a foreign key: conversations
  * outlive a deleted agent ("conversations kept"), with its name copied here.
@@ -69,6 +80,8 @@ export const conversations = pgTable(
     recordingKey: text('recording_key'),
     /** When the retention job deletes the recording (`recording.storageRetentionDays` after the call). */
     recordingExpiresAt: timestamp('recording_expires_at', { withTimezone: true, mode: 'date' }),
+    /** Per-turn latency from the gateway's end record, in call order; null until one is stored (in progress, gateway lost). */
+    turnMetrics: jsonb('turn_metrics').$type<StoredTurnMetrics[]>(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
   (t) => [

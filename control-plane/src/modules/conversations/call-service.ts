@@ -164,6 +164,7 @@ export class CallService {
           costTotalUsd: costs.total,
           error: rec.error,
           ...recordingFields(rec.recording, new Date(rec.endedAt)),
+          turnMetrics: rec.turnMetrics,
         };
       },
       async (tx, row) => {

@@ -64,7 +64,7 @@ export type DeleteResult = { kind: 'deleted'; recordingKey: string | null } | { 
 export type InTransaction<T> = (tx: Tx, rows: T) => Promise<void>;
 
 /** What a gateway's end record writes onto the conversation row. */
-export type FinalWrite = Pick<NewConversation, 'status' | 'endReason' | 'endedAt' | 'durationSeconds' | 'language' | 'costs' | 'costTotalUsd' | 'error' | 'recording' | 'recordingKey' | 'recordingExpiresAt'>;
+export type FinalWrite = Pick<NewConversation, 'status' | 'endReason' | 'endedAt' | 'durationSeconds' | 'language' | 'costs' | 'costTotalUsd' | 'error' | 'recording' | 'recordingKey' | 'recordingExpiresAt' | 'turnMetrics'>;
 
 export type FinishResult =
   | { kind: 'unknown' }

@@ -14,6 +14,7 @@ import {
   conversationIdParams,
   conversationSchema,
   costsSchema,
+  latencySchema,
   listConversationsQuery,
   messagesSchema,
   outcomeResultSchema,
@@ -101,6 +102,17 @@ export const conversationRoutes: FastifyPluginAsync<{ service: ConversationServi
       response: { 200: costsSchema, ...problemResponses(401, 403, 404, 409, 429) },
     },
     handler: async (req) => service.costs(principalOf(req), req.params.conversationId),
+  });
+
+  r.get('/conversations/:conversationId/latency', {
+    config: READ,
+    schema: {
+      tags,
+      summary: 'Get the latency breakdown of each agent reply of an ended conversation (409 while in progress)',
+      params: conversationIdParams,
+      response: { 200: latencySchema, ...problemResponses(401, 403, 404, 409, 429) },
+    },
+    handler: async (req) => service.latency(principalOf(req), req.params.conversationId),
   });
 
   r.get('/conversations/:conversationId/analysis', {

@@ -221,3 +221,34 @@ export const agentStatsSchema = z
   })
   .meta({ id: 'AgentStatistics' });
 export type AgentStatsView = z.infer<typeof agentStatsSchema>;
+
+/** The slices of a reply's latency that add up to `totalMs`, as `slowestStage` names them. */
+export const LATENCY_STAGES = ['endpointing', 'llmFirstToken', 'ttsFirstByte', 'overhead'] as const;
+
+/** `GET /conversations/{id}/latency`: where the time of each agent reply went (not in the spec). */
+export const latencySchema = z
+  .object({
+    conversationId: z.string(),
+    turns: z
+      .array(
+        z.object({
+          turnId: z.string(),
+          endpointingMs: z.number().int().describe("End of the caller's speech → the turn decision"),
+          sttMs: z.number().int().describe("End of the caller's speech → final transcript (runs inside the endpointing wait)"),
+          llmFirstTokenMs: z.number().int().describe('LLM request → first token'),
+          ttsFirstByteMs: z.number().int().describe('First sentence to TTS → first audio byte'),
+          overheadMs: z.number().int().describe('The rest: sentence aggregation, queues, the platform itself'),
+          totalMs: z.number().int().describe("End of the caller's speech → first agent audio sent to the carrier"),
+        }),
+      )
+      .describe('One entry per agent reply to a caller turn, in call order (the greeting is not a reply)'),
+    summary: z.object({
+      turns: z.number().int(),
+      p50TotalMs: z.number().int().nullable().describe('Nearest-rank median of totalMs; null without turns'),
+      p95TotalMs: z.number().int().nullable().describe('Nearest-rank 95th percentile of totalMs; null without turns'),
+      maxTotalMs: z.number().int().nullable(),
+      slowestStage: z.enum(LATENCY_STAGES).nullable().describe('The stage with the most time summed over all turns; null without turns'),
+    }),
+  })
+  .meta({ id: 'ConversationLatency' });
+export type LatencyView = z.infer<typeof latencySchema>;

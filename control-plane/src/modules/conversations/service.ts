@@ -4,10 +4,11 @@ import { toPage } from '../../http/pagination.js';
 import type { Principal } from '../auth/principal.js';
 import { analysisSummaryOf, readAnalysis } from './analysis-view.js';
 import { callerOf, costSummaryOf } from './events.js';
+import { latencyViewOf } from './latency-view.js';
 import { deleteRecordingObject } from './recording-retention.js';
 import type { ConversationRepository, ConversationRow } from './repository.js';
 import { MAX_TAGS, dateRange } from './schemas.js';
-import type { AgentStatsQuery, AgentStatsView, AnalysisView, ConversationView, CostsView, ListConversationsQuery, MessagesView, OUTCOMES, TranscriptView } from './schemas.js';
+import type { AgentStatsQuery, AgentStatsView, AnalysisView, ConversationView, CostsView, LatencyView, ListConversationsQuery, MessagesView, OUTCOMES, TranscriptView } from './schemas.js';
 
 function notFound(id: string): AppError {
   return new AppError('conversation-not-found', `Conversation ${id} was not found.`);
@@ -117,6 +118,23 @@ export class ConversationService {
       );
     }
     return { conversationId: row.id, currency: c.currency, total: c.total, breakdown: { llm: c.llm, tts: c.tts, stt: c.stt, telephony: c.telephony } };
+  }
+
+  /**
+   * Where the time of each agent reply went, from the gateway's end record; 409 while the
+   * call is in progress, or when it ended without one (gateway lost).
+   */
+  async latency(p: Principal, id: string): Promise<LatencyView> {
+    const row = await this.load(p, id);
+    if (!row.turnMetrics) {
+      throw new AppError(
+        'invalid-state',
+        row.status === 'in_progress'
+          ? `Conversation ${id} is still in progress; its latency is stored when it ends.`
+          : `Conversation ${id} ended without a report from its media gateway, so it has no latency breakdown.`,
+      );
+    }
+    return latencyViewOf(row.id, row.turnMetrics);
   }
 
   /** The post-call analysis (spec "Analysis"); 409 while pending or running, 404 `analysis-not-found` when there is none (the detail says why). */
