@@ -1,13 +1,11 @@
 import { randomInt } from 'node:crypto';
-import { hash } from '@node-rs/argon2';
 import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
-import { newId } from '@vap/shared';
-import { users } from '../src/db/schema/users.js';
 import type { Role } from '../src/db/schema/users.js';
 import { totpCode, totpStep } from '../src/modules/mfa/totp.js';
 import { createTenant, createTestApp, isolatedDatabase } from './helpers.js';
 import type { TestApp, TestTenant } from './helpers.js';
+import { insertUser } from './users-fixtures.js';
 
 /** Where the test app's WebAuthn relying party lives (PUBLIC_URL). */
 export const ORIGIN = 'https://app.example.test';
@@ -59,10 +57,7 @@ export interface MfaUser {
 
 /** A user with a password (argon2id, as accept and bootstrap store it), logged in once. */
 export async function newUser(w: MfaWorld, role: Role = 'TenantUser'): Promise<MfaUser> {
-  const id = newId('usr');
-  const email = `${id}@example.test`;
-  const password = `pw-${id}-long-enough`;
-  await w.database.db.insert(users).values({ id, tenantId: w.tenant.tenantId, email, firstName: 'Mia', lastName: 'Fa', role, passwordHash: await hash(password, { algorithm: 2 }) });
+  const { id, email, password } = await insertUser(w.database, w.tenant.tenantId, { role, firstName: 'Mia', lastName: 'Fa' });
   const res = await w.req(null, 'POST', '/api/v1/auth/login', { email, password });
   expect(res.statusCode, res.body).toBe(200);
   expect(res.json().mfaRequired).toBe(false);

@@ -1,48 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { hash } from '@node-rs/argon2';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { newId } from '@vap/shared';
-import type { Database } from '../src/db/database.js';
-import { users } from '../src/db/schema/users.js';
-import type { Role } from '../src/db/schema/users.js';
 import type { Plan } from '../src/db/schema/tenants.js';
 import { createTenant, createTestApp, isolatedDatabase } from './helpers.js';
 import type { TestApp, TestTenant } from './helpers.js';
-
-export interface SessionTestUser {
-  id: string;
-  email: string;
-  password: string;
-}
-
-let sharedHash: { password: string; hash: Promise<string> } | null = null;
-
-/** A user row with an argon2id hash (the same hash for every fixture user, to save time). */
-export async function insertLoginUser(
-  database: Database,
-  tenantId: string,
-  opts: { role?: Role; status?: string; noPassword?: boolean; canManageApiKeys?: boolean } = {},
-): Promise<SessionTestUser> {
-  sharedHash ??= (() => {
-    const password = `pw-${randomBytes(9).toString('base64url')}-long`;
-    return { password, hash: hash(password, { algorithm: 2 }) };
-  })();
-  const id = newId('usr');
-  const email = `${id}@sessions.example`;
-  await database.db.insert(users).values({
-    id,
-    tenantId,
-    email,
-    firstName: 'Session',
-    lastName: 'Tester',
-    role: opts.role ?? 'TenantOwner',
-    status: opts.status ?? 'active',
-    passwordHash: opts.noPassword ? null : await sharedHash.hash,
-    canManageApiKeys: opts.canManageApiKeys ?? false,
-  });
-  return { id, email, password: sharedHash.password };
-}
 
 /** A client address of its own per test, so login throttles of parallel test files never meet. */
 export function freshIp(): string {
@@ -67,7 +28,7 @@ export interface Tokens {
 }
 
 /** Logs in (asserting 200 and a token response) and returns the pair. */
-export async function loginOk(app: FastifyInstance, ip: string, user: SessionTestUser): Promise<Tokens> {
+export async function loginOk(app: FastifyInstance, ip: string, user: { email: string; password: string }): Promise<Tokens> {
   const res = await postFrom(app, ip, '/api/v1/auth/login', { email: user.email, password: user.password });
   expect(res.statusCode, res.body).toBe(200);
   return res.json<Tokens>();

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,29 +53,50 @@ export interface TestUser {
   role: Role;
 }
 
-/** Inserts a user with an argon2id hash of a fresh password (as bootstrap and accept do). */
-export async function insertUser(
-  database: Database,
-  tenantId: string,
-  opts: { role: Role; email?: string; firstName?: string; lastName?: string; status?: string; canManageApiKeys?: boolean; canViewBilling?: boolean; canDeleteConversations?: boolean } = { role: 'Admin' },
-): Promise<TestUser> {
+export interface InsertUserOptions {
+  /** Default TenantOwner. */
+  role?: Role;
+  /** Default `<id>@example.test`. */
+  email?: string;
+  firstName?: string;
+  /** Default the role. */
+  lastName?: string;
+  status?: string;
+  /** No password hash (the user cannot log in with a password). */
+  noPassword?: boolean;
+  canManageApiKeys?: boolean;
+  canViewBilling?: boolean;
+  canDeleteConversations?: boolean;
+}
+
+let sharedPassword: { password: string; hash: Promise<string> } | null = null;
+
+/**
+ * Inserts a user with an argon2id password hash (as bootstrap and accept store it). Every fixture
+ * user gets the same random password and hash, computed once per process, to save time.
+ */
+export async function insertUser(database: Database, tenantId: string, opts: InsertUserOptions = {}): Promise<TestUser> {
+  sharedPassword ??= (() => {
+    const password = `pw-${randomBytes(9).toString('base64url')}-long`;
+    return { password, hash: hash(password, { algorithm: 2 }) };
+  })();
   const id = newId('usr');
+  const role = opts.role ?? 'TenantOwner';
   const email = opts.email ?? `${id}@example.test`;
-  const password = `pw-${id}-long-enough`;
   await database.db.insert(users).values({
     id,
     tenantId,
     email,
     firstName: opts.firstName ?? 'Test',
-    lastName: opts.lastName ?? opts.role,
-    role: opts.role,
+    lastName: opts.lastName ?? role,
+    role,
     status: opts.status ?? 'active',
-    passwordHash: await hash(password, { algorithm: 2 }),
+    passwordHash: opts.noPassword ? null : await sharedPassword.hash,
     canManageApiKeys: opts.canManageApiKeys ?? false,
     canViewBilling: opts.canViewBilling ?? false,
     canDeleteConversations: opts.canDeleteConversations ?? false,
   });
-  return { id, email, password, role: opts.role };
+  return { id, email, password: sharedPassword.password, role };
 }
 
 /** Logs in through POST /auth/login (asserting 200) and returns the token response. */
@@ -85,7 +107,7 @@ export async function login(app: FastifyInstance, email: string, password: strin
 }
 
 /** A user of `role` in the tenant, signed in: its access token is `token`. */
-export async function signedIn(app: FastifyInstance, database: Database, tenantId: string, role: Role, opts: Omit<Parameters<typeof insertUser>[2], 'role'> = {}): Promise<TestUser & { token: string; refreshToken: string }> {
+export async function signedIn(app: FastifyInstance, database: Database, tenantId: string, role: Role, opts: Omit<InsertUserOptions, 'role'> = {}): Promise<TestUser & { token: string; refreshToken: string }> {
   const u = await insertUser(database, tenantId, { ...opts, role });
   const tokens = await login(app, u.email, u.password);
   return { ...u, token: tokens.accessToken, refreshToken: tokens.refreshToken };
@@ -104,7 +126,7 @@ export interface UsersWorld {
 }
 
 /** Registers beforeAll/afterAll building (and closing) the world; `adminOpts` shape the Admin's row. */
-export function usersWorld(adminOpts: Omit<Parameters<typeof insertUser>[2], 'role'> = {}): UsersWorld {
+export function usersWorld(adminOpts: Omit<InsertUserOptions, 'role'> = {}): UsersWorld {
   const w = {} as UsersWorld;
   beforeAll(async () => {
     w.t = await createUsersTestApp();

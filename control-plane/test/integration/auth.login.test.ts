@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { call } from '../helpers.js';
-import { decodeJwt, freshIp, insertLoginUser, loginOk, postFrom, sessionWorld } from '../session-fixtures.js';
+import { decodeJwt, freshIp, loginOk, postFrom, sessionWorld } from '../session-fixtures.js';
+import { insertUser } from '../users-fixtures.js';
 
 const w = sessionWorld();
 
@@ -13,7 +14,7 @@ function problem(res: { json(): unknown }): Record<string, unknown> {
 
 describe('POST /api/v1/auth/login', () => {
   it('answers a token response whose access token carries user, tenant, role and session and opens an existing route', async () => {
-    const user = await insertLoginUser(w.t.database, w.tenant.tenantId, { role: 'TenantUser' });
+    const user = await insertUser(w.t.database, w.tenant.tenantId, { role: 'TenantUser' });
     const res = await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: user.email.toUpperCase(), password: user.password });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
@@ -43,9 +44,9 @@ describe('POST /api/v1/auth/login', () => {
 
   it('answers a wrong email, a wrong password, a deactivated user and a user without password with the same 401', async () => {
     const ip = freshIp();
-    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
-    const deactivated = await insertLoginUser(w.t.database, w.tenant.tenantId, { status: 'deactivated' });
-    const invited = await insertLoginUser(w.t.database, w.tenant.tenantId, { noPassword: true });
+    const user = await insertUser(w.t.database, w.tenant.tenantId);
+    const deactivated = await insertUser(w.t.database, w.tenant.tenantId, { status: 'deactivated' });
+    const invited = await insertUser(w.t.database, w.tenant.tenantId, { noPassword: true });
     const answers = [
       await postFrom(w.t.app, ip, '/api/v1/auth/login', { email: `nobody-${user.id}@sessions.example`, password: user.password }),
       await postFrom(w.t.app, ip, '/api/v1/auth/login', { email: user.email, password: `${user.password}x` }),
@@ -60,7 +61,7 @@ describe('POST /api/v1/auth/login', () => {
   });
 
   it('takes about as long for an unknown email as for a wrong password', async () => {
-    const known = await Promise.all(Array.from({ length: 12 }, () => insertLoginUser(w.t.database, w.tenant.tenantId)));
+    const known = await Promise.all(Array.from({ length: 12 }, () => insertUser(w.t.database, w.tenant.tenantId)));
     const time = async (email: string): Promise<number> => {
       const start = performance.now();
       // A new address and a new account each time keep the throttle out of the measurement.
@@ -97,7 +98,7 @@ describe('POST /api/v1/auth/login', () => {
   });
 
   it('asks for the second factor when the user has confirmed factors, with null tokens', async () => {
-    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    const user = await insertUser(w.t.database, w.tenant.tenantId);
     await w.t.database.pool.query('insert into totp_factors (user_id, secret_sealed, confirmed_at) values ($1, $2, now())', [user.id, 'sealed']);
     await w.t.database.pool.query(`insert into webauthn_credentials (id, user_id, name, public_key) values ($1, $2, 'key', 'pk')`, [`cred-${user.id}`, user.id]);
     const res = await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: user.password });
@@ -111,7 +112,7 @@ describe('POST /api/v1/auth/login', () => {
   });
 
   it('does not ask for MFA while a TOTP enrolment is unconfirmed', async () => {
-    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    const user = await insertUser(w.t.database, w.tenant.tenantId);
     await w.t.database.pool.query('insert into totp_factors (user_id, secret_sealed) values ($1, $2)', [user.id, 'sealed']);
     const tokens = await loginOk(w.t.app, freshIp(), user);
     expect(tokens.accessToken).toEqual(expect.any(String));
@@ -120,7 +121,7 @@ describe('POST /api/v1/auth/login', () => {
 
 describe('login throttle', () => {
   it('locks an account after 5 failures for 15 minutes, refuses even the right password meanwhile, and opens again after', async () => {
-    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    const user = await insertUser(w.t.database, w.tenant.tenantId);
     const ip = freshIp();
     const wrong = { email: user.email, password: 'wrong password' };
     for (let i = 0; i < 5; i++) expect((await postFrom(w.t.app, ip, '/api/v1/auth/login', wrong)).statusCode).toBe(401);
@@ -137,7 +138,7 @@ describe('login throttle', () => {
   });
 
   it('locks an unknown email exactly like a known one', async () => {
-    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    const user = await insertUser(w.t.database, w.tenant.tenantId);
     const ghost = `ghost-${user.id}@sessions.example`;
     for (const email of [user.email, ghost]) {
       for (let i = 0; i < 5; i++) await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email, password: 'wrong password' });
@@ -151,7 +152,7 @@ describe('login throttle', () => {
   });
 
   it('after a lock ends, one more failure locks again at once', async () => {
-    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    const user = await insertUser(w.t.database, w.tenant.tenantId);
     const wrong = { email: user.email, password: 'wrong password' };
     for (let i = 0; i < 5; i++) await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', wrong);
     w.clock.advance(15 * 60_000);
@@ -164,7 +165,7 @@ describe('login throttle', () => {
   });
 
   it('clears the account count on a successful login', async () => {
-    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    const user = await insertUser(w.t.database, w.tenant.tenantId);
     const wrong = { email: user.email, password: 'wrong password' };
     for (let i = 0; i < 4; i++) await postFrom(w.t.app, freshIp(), '/api/v1/auth/login', wrong);
     await loginOk(w.t.app, freshIp(), user);
@@ -173,7 +174,7 @@ describe('login throttle', () => {
   });
 
   it('does not let parallel guesses past the limit', async () => {
-    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    const user = await insertUser(w.t.database, w.tenant.tenantId);
     const answers = await Promise.all(Array.from({ length: 12 }, () => postFrom(w.t.app, freshIp(), '/api/v1/auth/login', { email: user.email, password: 'wrong password' })));
     expect(answers.filter((r) => r.statusCode === 401)).toHaveLength(5);
     expect(answers.filter((r) => r.statusCode === 429)).toHaveLength(7);
@@ -181,7 +182,7 @@ describe('login throttle', () => {
 
   it('locks a client address after 50 failures across accounts; successful logins from it do not count', async () => {
     const ip = freshIp();
-    const user = await insertLoginUser(w.t.database, w.tenant.tenantId);
+    const user = await insertUser(w.t.database, w.tenant.tenantId);
     for (let i = 0; i < 3; i++) await loginOk(w.t.app, ip, user);
     for (let i = 0; i < 50; i++) {
       const res = await postFrom(w.t.app, ip, '/api/v1/auth/login', { email: `spray-${i}-${user.id}@sessions.example`, password: 'wrong password' });

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MFA_MAX_ATTEMPTS, MfaTokens } from '../../src/modules/auth/mfa-tokens.js';
 import { createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
-import { insertLoginUser, movableClock } from '../session-fixtures.js';
+import { movableClock } from '../session-fixtures.js';
+import { insertUser } from '../users-fixtures.js';
 
 const clock = movableClock();
 let t: TestApp;
@@ -20,7 +21,7 @@ const meta = { ip: '10.0.0.1', userAgent: 'tests' };
 
 describe('MfaTokens', () => {
   it('stores only the hash and finds the challenge by the token', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
+    const user = await insertUser(t.database, tenant.tenantId);
     const token = await tokens.issue(user.id, meta);
     const found = await tokens.find(token);
     expect(found).toMatchObject({ userId: user.id, attempts: 0, webauthnChallenge: null, ip: '10.0.0.1' });
@@ -30,7 +31,7 @@ describe('MfaTokens', () => {
   });
 
   it('allows 5 attempts, then the token is spent', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
+    const user = await insertUser(t.database, tenant.tenantId);
     const token = await tokens.issue(user.id, meta);
     const id = (await tokens.find(token))!.id;
     const allowed = await Promise.all(Array.from({ length: MFA_MAX_ATTEMPTS + 3 }, () => tokens.recordAttempt(id)));
@@ -39,7 +40,7 @@ describe('MfaTokens', () => {
   });
 
   it('completes one login only, and not after 5 minutes', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
+    const user = await insertUser(t.database, tenant.tenantId);
     const token = await tokens.issue(user.id, meta);
     const id = (await tokens.find(token))!.id;
     const winners = await Promise.all([tokens.consume(id), tokens.consume(id), tokens.consume(id)]);
@@ -55,7 +56,7 @@ describe('MfaTokens', () => {
   });
 
   it('hands out a bound WebAuthn challenge once', async () => {
-    const user = await insertLoginUser(t.database, tenant.tenantId);
+    const user = await insertUser(t.database, tenant.tenantId);
     const token = await tokens.issue(user.id, meta);
     const id = (await tokens.find(token))!.id;
     expect(await tokens.takeWebauthnChallenge(id)).toBeNull();

@@ -3,7 +3,7 @@ import { newId } from '@vap/shared';
 import type { Database } from '../../src/db/database.js';
 import { purgeAuthState } from '../../src/modules/auth/auth-purge.js';
 import { createTenant, isolatedDatabase } from '../helpers.js';
-import { insertLoginUser } from '../session-fixtures.js';
+import { insertUser } from '../users-fixtures.js';
 
 // Its own database: the purge is global and runs at a chosen time.
 let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
@@ -20,7 +20,7 @@ const DAY = 86_400_000;
 describe('purgeAuthState', () => {
   it('deletes sessions ended over 30 days ago with their tokens, old MFA challenges and idle throttles, and keeps the rest', async () => {
     const tenant = await createTenant(database);
-    const user = await insertLoginUser(database, tenant.tenantId);
+    const user = await insertUser(database, tenant.tenantId);
     const now = Date.UTC(2030, 0, 31);
     const at = (daysAgo: number) => new Date(now - daysAgo * DAY);
     const session = async (revokedDaysAgo: number | null, expiresInDays: number) => {

@@ -4,8 +4,9 @@ import { JwtKeys } from '../../src/modules/auth/jwt-keys.js';
 import { SessionService } from '../../src/modules/auth/session-service.js';
 import { SecretBox } from '../../src/secret-box.js';
 import { TEST_SECRET_KEY, agentBody, call } from '../helpers.js';
-import { decodeJwt, freshIp, insertLoginUser, loginOk, postFrom, sessionWorld } from '../session-fixtures.js';
+import { decodeJwt, freshIp, loginOk, postFrom, sessionWorld } from '../session-fixtures.js';
 import type { Tokens } from '../session-fixtures.js';
+import { insertUser } from '../users-fixtures.js';
 
 const w = sessionWorld({ plan: 'starter' });
 
@@ -13,7 +14,7 @@ const refresh = (token: string) => postFrom(w.t.app, freshIp(), '/api/v1/auth/re
 const agentsWith = (accessToken: string) => call(w.t.app, accessToken, 'GET', '/api/v1/agents');
 
 async function signedIn(role: 'TenantOwner' | 'TenantUser' = 'TenantOwner') {
-  const user = await insertLoginUser(w.t.database, w.tenant.tenantId, { role });
+  const user = await insertUser(w.t.database, w.tenant.tenantId, { role });
   return { user, tokens: await loginOk(w.t.app, freshIp(), user) };
 }
 
