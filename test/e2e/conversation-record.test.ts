@@ -88,6 +88,12 @@ describe('the record of a sandbox call', () => {
     expect(costs.breakdown.llm.inputTokens).toBeGreaterThan(0);
     expect(costs.total).toBeCloseTo(costs.breakdown.llm.cost + costs.breakdown.tts.cost + costs.breakdown.stt.cost + costs.breakdown.telephony.cost, 6);
 
+    // One latency breakdown per agent reply to a caller line (the greeting is not a reply).
+    const latency = (await p.api('GET', `/api/v1/conversations/${id}/latency`)).body;
+    expect(latency.turns).toHaveLength(lines.length);
+    for (const t of latency.turns) expect(t.totalMs).toBeGreaterThan(0);
+    expect(latency.summary).toMatchObject({ turns: lines.length, maxTotalMs: Math.max(...latency.turns.map((t: Json) => t.totalMs as number)) });
+
     // Post-call analysis runs as a background job after the call.
     await expect.poll(async () => (await p.api('GET', `/api/v1/conversations/${id}/analysis`)).status, { timeout: 30_000 }).toBe(200);
     const analysis = (await p.api('GET', `/api/v1/conversations/${id}/analysis`)).body;
@@ -128,7 +134,7 @@ describe('the record of a sandbox call', () => {
     expect((await p.api('DELETE', `/api/v1/conversations/${id}`)).status).toBe(204);
     expect(await filesIn(recordingsDir)).toEqual([]);
     expect((await fetch(link.url)).status).toBe(404);
-    for (const sub of ['', '/messages', '/transcript', '/costs', '/analysis', '/recording']) {
+    for (const sub of ['', '/messages', '/transcript', '/costs', '/latency', '/analysis', '/recording']) {
       expect((await p.api('GET', `/api/v1/conversations/${id}${sub}`)).status, sub).toBe(404);
     }
     const { rows } = await p.cp.database.pool.query<{ n: string }>(
