@@ -2,6 +2,17 @@ import { z } from 'zod';
 
 const base64url = (what: string) => z.string().min(1, 'must not be empty').max(65_536, 'is too long').regex(/^[A-Za-z0-9_-]+$/, `must be ${what}, base64url-encoded without padding`);
 
+/** A PublicKeyCredential, JSON-encoded (as @simplewebauthn/browser returns it), around its ceremony's `response`. */
+const publicKeyCredentialJson = <R extends z.ZodType>(response: R) =>
+  z.looseObject({
+    id: base64url('the credential id'),
+    rawId: base64url('the credential id'),
+    type: z.literal('public-key'),
+    response,
+    clientExtensionResults: z.record(z.string(), z.unknown()).default({}),
+    authenticatorAttachment: z.enum(['platform', 'cross-platform']).optional(),
+  });
+
 // --- Enrolment (/users/me/mfa) ------------------------------------------------------
 
 export const webauthnCredentialSchema = z
@@ -44,20 +55,13 @@ const recoveryCodes = z
 
 export const totpConfirmedSchema = z.object({ mfaEnabled: z.literal(true), recoveryCodes }).meta({ id: 'TotpConfirmed' });
 
-export const registrationResponseShape = z
-  .looseObject({
-    id: base64url('the credential id'),
-    rawId: base64url('the credential id'),
-    type: z.literal('public-key'),
-    response: z.looseObject({
-      clientDataJSON: base64url('clientDataJSON'),
-      attestationObject: base64url('the attestation object'),
-      transports: z.array(z.string().max(32)).max(10).optional(),
-    }),
-    clientExtensionResults: z.record(z.string(), z.unknown()).default({}),
-    authenticatorAttachment: z.enum(['platform', 'cross-platform']).optional(),
-  })
-  .describe('The PublicKeyCredential from navigator.credentials.create(), JSON-encoded (as @simplewebauthn/browser startRegistration returns it)');
+export const registrationResponseShape = publicKeyCredentialJson(
+  z.looseObject({
+    clientDataJSON: base64url('clientDataJSON'),
+    attestationObject: base64url('the attestation object'),
+    transports: z.array(z.string().max(32)).max(10).optional(),
+  }),
+).describe('The PublicKeyCredential from navigator.credentials.create(), JSON-encoded (as @simplewebauthn/browser startRegistration returns it)');
 
 export const registerCredentialBody = z.strictObject({
   response: registrationResponseShape,
@@ -123,21 +127,14 @@ export const fido2ChallengeSchema = z
   .describe('PublicKeyCredentialRequestOptions, JSON-encoded: pass to navigator.credentials.get()')
   .meta({ id: 'Fido2Challenge' });
 
-const authenticationResponseShape = z
-  .looseObject({
-    id: base64url('the credential id'),
-    rawId: base64url('the credential id'),
-    type: z.literal('public-key'),
-    response: z.looseObject({
-      clientDataJSON: base64url('clientDataJSON'),
-      authenticatorData: base64url('authenticatorData'),
-      signature: base64url('the signature'),
-      userHandle: base64url('the user handle').optional(),
-    }),
-    clientExtensionResults: z.record(z.string(), z.unknown()).default({}),
-    authenticatorAttachment: z.enum(['platform', 'cross-platform']).optional(),
-  })
-  .describe('Alternative to the flat fields: the PublicKeyCredential from navigator.credentials.get(), JSON-encoded');
+const authenticationResponseShape = publicKeyCredentialJson(
+  z.looseObject({
+    clientDataJSON: base64url('clientDataJSON'),
+    authenticatorData: base64url('authenticatorData'),
+    signature: base64url('the signature'),
+    userHandle: base64url('the user handle').optional(),
+  }),
+).describe('Alternative to the flat fields: the PublicKeyCredential from navigator.credentials.get(), JSON-encoded');
 
 /**
  * The spec's flat fields (`credentialId`, `authenticatorData`, `clientDataJSON`,
