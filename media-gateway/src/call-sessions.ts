@@ -4,6 +4,7 @@ import type { AgentConfig, Bus, ReplyPayload } from '@vap/shared';
 import { EnergyVad, ProviderError, VoiceSession, createCallProviders } from '@vap/voice-pipeline';
 import type { ProviderEndpoints, SessionOutcome, TurnMetrics } from '@vap/voice-pipeline';
 import type { CallLeg } from './call-leg.js';
+import type { CallMetrics } from './metrics/gateway-metrics.js';
 import type { CallRecorder } from './recording/call-recorder.js';
 import type { CallRecording, RecordingArchiver } from './recording/recording-archiver.js';
 
@@ -50,6 +51,8 @@ export class CallSessions {
       ttsFirstByteTimeoutMs?: number;
       /** Records calls of agents with `recording.enabled`; absent: no call is recorded. */
       recordings?: RecordingArchiver;
+      /** Where turn latencies, barge-ins, provider errors and call outcomes are counted. */
+      metrics?: CallMetrics;
     },
   ) {}
 
@@ -154,7 +157,10 @@ export class CallSessions {
     summary.conversationId = conversationId;
     summary.status = 'in_progress';
     const bus = this.deps.bus;
-    const reportError = (error: ProviderError, recoverable: boolean) =>
+    const metrics = this.deps.metrics;
+    const callProviders = { stt: agent.config.transcription.provider, llm: agent.config.llm.provider, tts: agent.config.voice.provider };
+    const reportError = (error: ProviderError, recoverable: boolean): void => {
+      metrics?.providerError(error);
       void bus.publish('sessionError', SUBJECTS.sessionError.subject(tenantId, conversationId), {
         conversationId,
         tenantId,
@@ -164,6 +170,7 @@ export class CallSessions {
         recoverable,
         at: new Date().toISOString(),
       });
+    };
 
     let outcome: SessionOutcome;
     let providers;
@@ -176,6 +183,7 @@ export class CallSessions {
       await this.publishEnded(leg, agent.id, tenantId, conversationId, null, { status: 'failed', endReason: 'error', error: { code: error.code, message: error.message } }, agent.config);
       summary.status = 'failed';
       summary.endReason = 'error';
+      metrics?.callEnded('failed');
       return;
     }
     summary.providers = providers.substituted;
@@ -195,15 +203,20 @@ export class CallSessions {
       onError: reportError,
       onTurnMetrics: (m) => {
         summary.turnMetrics.push(m);
+        metrics?.turn(m, callProviders);
         log.debug({ metrics: m }, 'turn latency');
       },
-      onBargeIn: (ms) => summary.bargeInReactionMs.push(ms),
+      onBargeIn: (ms) => {
+        summary.bargeInReactionMs.push(ms);
+        metrics?.bargeIn(ms);
+      },
     });
     session = s;
     const done = (async () => {
       outcome = await s.ended;
       summary.status = outcome.status;
       summary.endReason = outcome.endReason;
+      metrics?.callEnded(outcome.status);
       // SessionEnded means every piece of the call is available: the recording is stored first.
       const recording = recorder ? await this.archive(recorder, { tenantId, agentId: agent.id, conversationId, durationMs: outcome.durationMs, settings: agent.config.recording }, log) : null;
       await this.publishEnded(leg, agent.id, tenantId, conversationId, outcome, null, agent.config, recording);

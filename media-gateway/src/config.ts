@@ -35,6 +35,8 @@ export const gatewayConfigSchema = z.object({
   DATA_DIR: z.string().default('.data'),
   // Worker threads that encode finished calls' recordings (MP3/WAV) off the event loop.
   RECORDING_ENCODER_WORKERS: z.coerce.number().int().min(1).max(16).default(1),
+  // Bearer token GET /metrics requires (shared with the control plane). Unset: /metrics is public like /healthz.
+  METRICS_TOKEN: optionalText,
   // The recording store, read by objectStoreConfigFromEnv (shared with the control plane).
   ...(Object.fromEntries(OBJECT_STORE_ENV_VARS.map((name) => [name, z.string().optional()])) as Record<(typeof OBJECT_STORE_ENV_VARS)[number], z.ZodOptional<z.ZodString>>),
 });
@@ -64,6 +66,8 @@ export interface GatewayConfig {
   recordings: ObjectStoreConfig;
   /** Size of the recording encoder pool (worker threads). */
   recordingEncoderWorkers: number;
+  /** `GET /metrics` requires `Authorization: Bearer <token>` when set; public when undefined. */
+  metricsToken?: string | undefined;
 }
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
@@ -96,5 +100,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     dataDir: e.DATA_DIR,
     recordings,
     recordingEncoderWorkers: e.RECORDING_ENCODER_WORKERS,
+    metricsToken: e.METRICS_TOKEN,
   });
 }

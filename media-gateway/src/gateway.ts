@@ -1,17 +1,19 @@
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { SUBJECTS, createObjectStore, newId } from '@vap/shared';
+import { PROMETHEUS_CONTENT_TYPE, SUBJECTS, createObjectStore, metricsExposition, metricsRequestAllowed, newId } from '@vap/shared';
 import type { Bus, BusSubscription, ObjectStore } from '@vap/shared';
 import { startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
 import type { CallLeg } from './call-leg.js';
 import { CallSessions } from './call-sessions.js';
 import type { GatewayConfig } from './config.js';
+import { GatewayMetrics } from './metrics/gateway-metrics.js';
 import { EncoderPool } from './recording/encoder-pool.js';
 import { RecordingArchiver } from './recording/recording-archiver.js';
 import { attachTwilioMediaStreams } from './twilio/media-stream-server.js';
 import { OutboundPacer } from './twilio/pacer.js';
+import { mediaStreamClosed } from './twilio/twilio-leg.js';
 
 /** A running media gateway. */
 export interface MediaGateway {
@@ -25,6 +27,8 @@ export interface MediaGateway {
   readonly sessions: CallSessions | undefined;
   /** Where each provider is reached (real API or sandbox simulator). */
   readonly providers: ProviderRuntime;
+  /** This gateway's Prometheus metrics (served with the process metrics at `GET /metrics`). */
+  readonly metrics: GatewayMetrics;
   close(): Promise<void>;
 }
 
@@ -54,7 +58,10 @@ export async function startMediaGateway(
       deps.logger.debug({ agentId: payload.agentId, change: payload.change }, 'agent configuration changed');
     }),
   ];
-  const pacer = new OutboundPacer({ onSinkError: (err) => deps.logger.warn({ err }, 'outbound frame not sent') });
+  // Gauges read the endpoint (attached below) and the pacer only when scraped.
+  const lateGapMs = 40;
+  const metrics = new GatewayMetrics({ activeCalls: () => streams.activeLegs, pacerStats: () => pacer.stats, mediaStreamClosed, lateGapMs });
+  const pacer = new OutboundPacer({ lateGapMs, onSinkError: (err) => deps.logger.warn({ err }, 'outbound frame not sent'), onFrameGap: (gapMs) => metrics.frameGap(gapMs) });
   const gatewayId = newId('gw');
   const ownProviders = !deps.providers;
   const providers = deps.providers ?? (await startProviders(config.providers));
@@ -71,10 +78,17 @@ export async function startMediaGateway(
         heartbeatIntervalMs: config.heartbeatIntervalMs,
         ttsFirstByteTimeoutMs: config.ttsFirstByteTimeoutMs,
         recordings,
+        metrics,
       });
   const onCall = deps.onCall ?? ((leg: CallLeg) => sessions!.handle(leg));
-  const twilio = attachTwilioMediaStreams(app.server, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
-  app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: twilio.activeLegs }));
+  const streams = attachTwilioMediaStreams(app.server, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
+  app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: streams.activeLegs }));
+  app.get('/metrics', async (req, reply) => {
+    if (!metricsRequestAllowed(req.headers.authorization, config.metricsToken)) {
+      return reply.code(401).header('WWW-Authenticate', 'Bearer').type('application/problem+json').send({ title: 'Unauthorized', status: 401, detail: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' });
+    }
+    return reply.type(PROMETHEUS_CONTENT_TYPE).send(await metricsExposition(metrics.registry));
+  });
   // Sandbox helpers for the call command and load tests: where the simulators listen (to
   // script them) and what the gateway measured on a recent call. Loopback-only data.
   // Real keys never leave the process: a live provider is listed without its key.
@@ -94,12 +108,13 @@ export async function startMediaGateway(
     gatewayId,
     sessions,
     providers,
+    metrics,
     close: async () => {
       await Promise.all(subs.map((s) => s.close()));
       // End live calls first, so each final record (and recording) reaches the control plane.
       await sessions?.close();
       await encoders.close();
-      await twilio.close();
+      await streams.close();
       if (ownProviders) await providers.close();
       pacer.stop();
       await app.close();

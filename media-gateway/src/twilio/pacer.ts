@@ -62,6 +62,12 @@ export interface OutboundPacerOptions {
   clearTimer?: (handle: unknown) => void;
   /** A sink threw (the socket was gone); the pacer carries on with the other streams. */
   onSinkError?: (err: unknown) => void;
+  /**
+   * A frame went out `gapMs` after the stream's previous one while audio was waiting (the
+   * gap {@link PacedStreamStats.lateFrames} judges). Called per such frame from the
+   * timer: keep it allocation-free (the gateway's metrics count it in fixed buckets).
+   */
+  onFrameGap?: (gapMs: number) => void;
 }
 
 type QueueItem = { kind: 'audio'; bytes: Uint8Array } | { kind: 'mark'; name: string };
@@ -82,6 +88,8 @@ export class OutboundPacer {
   private readonly setTimer: (fn: () => void, ms: number) => unknown;
   private readonly clearTimer: (handle: unknown) => void;
   private readonly onSinkError: (err: unknown) => void;
+  /** @internal Read by {@link PacedStream}. */
+  readonly onFrameGap: ((gapMs: number) => void) | undefined;
   private readonly streams = new Set<PacedStream>();
   private timer: unknown;
   private stopped = false;
@@ -105,6 +113,7 @@ export class OutboundPacer {
       });
     this.clearTimer = opts.clearTimer ?? ((h) => clearTimeout(h as NodeJS.Timeout));
     this.onSinkError = opts.onSinkError ?? (() => {});
+    this.onFrameGap = opts.onFrameGap;
   }
 
   /** A new paced stream writing to `sink`; {@link PacedStream.close} it when the leg ends. */
@@ -261,6 +270,7 @@ export class PacedStream {
         const gap = now - this.lastSendAt;
         if (gap > this.stats.maxGapMs) this.stats.maxGapMs = gap;
         if (gap > this.pacer.lateGapMs) this.stats.lateFrames++;
+        this.pacer.onFrameGap?.(gap);
       }
       try {
         this.sink.sendFrame(frame);

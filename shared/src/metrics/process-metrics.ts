@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 
 let processRegistry: Registry | undefined;
@@ -29,4 +30,17 @@ export const PROMETHEUS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
 export async function metricsExposition(registry: Registry): Promise<string> {
   const [own, proc] = await Promise.all([registry.metrics(), processMetricsRegistry().metrics()]);
   return `${proc.trimEnd()}\n\n${own}`;
+}
+
+/**
+ * Whether a `GET /metrics` may be answered: always when no token is configured, else only
+ * with `Authorization: Bearer <token>` (compared in constant time over SHA-256 digests, so
+ * neither the token's length nor its prefix leaks through timing).
+ */
+export function metricsRequestAllowed(authorization: string | undefined, token: string | undefined): boolean {
+  if (token === undefined) return true;
+  const m = /^Bearer (.+)$/i.exec(authorization ?? '');
+  if (!m) return false;
+  const digest = (v: string) => createHash('sha256').update(v).digest();
+  return timingSafeEqual(digest(m[1]!), digest(token));
 }

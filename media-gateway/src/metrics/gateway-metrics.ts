@@ -1,0 +1,114 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ProviderError, TurnMetrics } from '@vap/voice-pipeline';
+import type { PacerStats } from '../twilio/pacer.js';
+import type { TaggedCounter } from '../twilio/tagged-counter.js';
+import { FixedHistogram } from './fixed-histogram.js';
+
+/** What a call's session reports; {@link GatewayMetrics} implements it. */
+export interface CallMetrics {
+  /** One agent reply's latency breakdown, with the providers of the call (labels). */
+  turn(m: TurnMetrics, providers: { stt: string; llm: string; tts: string }): void;
+  /** Caller speech onset → our `clear`, ms. */
+  bargeIn(reactionMs: number): void;
+  /** A provider failed (retried or fatal). */
+  providerError(error: ProviderError): void;
+  /** A call that reached a session ended (`completed`, `failed`, …). */
+  callEnded(status: string): void;
+}
+
+/** Seconds; turn stages run from a few ms (simulators) to seconds (a slow LLM). */
+const LATENCY_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Seconds; the issue's barge-in target is p95 <= 150 ms. */
+const BARGE_IN_BUCKETS_S = [0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2];
+/** Seconds; frames are 20 ms apart, a gap over 40 ms is late (the pacer's `lateGapMs`). */
+const FRAME_GAP_BUCKETS_S = [0.005, 0.01, 0.015, 0.02, 0.022, 0.025, 0.03, 0.04, 0.06, 0.1, 0.25];
+
+/** Per-stage fields of {@link TurnMetrics} and their `stage` label. */
+const STAGES = [
+  ['endpointing', 'endpointingMs'],
+  ['stt', 'sttMs'],
+  ['llm_first_token', 'llmFirstTokenMs'],
+  ['tts_first_byte', 'ttsFirstByteMs'],
+  ['overhead', 'overheadMs'],
+  ['total', 'totalMs'],
+] as const;
+
+/**
+ * The gateway's Prometheus metrics, in a registry of their own (README "Metrics" lists
+ * them). Labels are bounded: stages, provider names, capabilities, error codes, statuses
+ * and close reasons, never call or conversation ids. Gauges and the counters kept
+ * elsewhere (pacer, media-stream close reasons) are read when scraped.
+ */
+export class GatewayMetrics implements CallMetrics {
+  readonly registry = new Registry();
+  private readonly turnStage: Histogram<'stage'>;
+  private readonly bargeInReaction: Histogram;
+  private readonly providerRequest: Histogram<'provider' | 'capability'>;
+  private readonly providerErrors: Counter<'provider' | 'capability' | 'code'>;
+  private readonly callsEnded: Counter<'status'>;
+  private readonly frameGaps: FixedHistogram;
+  private lateFrameCount = 0;
+
+  constructor(
+    private readonly source: {
+      /** Carrier legs connected now. */
+      activeCalls: () => number;
+      /** The gateway's outbound pacer. */
+      pacerStats: () => PacerStats;
+      /** `svc.telephony.media_stream_closed` (process-wide: the Twilio endpoint counts into one). */
+      mediaStreamClosed: TaggedCounter;
+      /** Gap above which a frame is late, ms (the pacer's `lateGapMs`). */
+      lateGapMs: number;
+    },
+  ) {
+    const registers = [this.registry];
+    new Gauge({ name: 'vap_active_calls', help: 'Carrier legs (calls) connected to this gateway now', registers, collect() { this.set(source.activeCalls()); } });
+    this.turnStage = new Histogram({ name: 'vap_turn_stage_seconds', help: 'Agent reply latency by stage: endpointing, stt, llm_first_token, tts_first_byte, overhead (ours), total (end of caller speech to first agent audio)', labelNames: ['stage'], buckets: LATENCY_BUCKETS_S, registers });
+    this.bargeInReaction = new Histogram({ name: 'vap_barge_in_reaction_seconds', help: 'Caller speech onset to the carrier clear on a barge-in', buckets: BARGE_IN_BUCKETS_S, registers });
+    this.providerRequest = new Histogram({ name: 'vap_provider_request_seconds', help: 'Provider latency per turn: stt end of speech to final transcript, llm request to first token, tts text to first audio byte', labelNames: ['provider', 'capability'], buckets: LATENCY_BUCKETS_S, registers });
+    this.providerErrors = new Counter({ name: 'vap_provider_errors_total', help: 'Provider failures reported by call sessions (retried or fatal)', labelNames: ['provider', 'capability', 'code'], registers });
+    this.callsEnded = new Counter({ name: 'vap_calls_ended_total', help: 'Calls that reached a voice session and ended, by status', labelNames: ['status'], registers });
+    this.frameGaps = new FixedHistogram('vap_outbound_frame_gap_seconds', 'Gap between two outbound 20 ms frames of a call while audio was waiting (pacing jitter)', FRAME_GAP_BUCKETS_S, this.registry);
+    const late = () => this.lateFrameCount;
+    new Counter({ name: 'vap_outbound_late_frames_total', help: 'Outbound 20 ms frames sent more than 40 ms after the previous one while audio was waiting', registers, collect() { this.reset(); this.inc(late()); } });
+    new Counter({ name: 'vap_pacer_late_ticks_total', help: 'Ticks of the outbound pacing timer that fired a whole frame (20 ms) or more late', registers, collect() { this.reset(); this.inc(source.pacerStats().lateTicks); } });
+    new Counter({
+      name: 'svc_telephony_media_stream_closed_total',
+      help: 'svc.telephony.media_stream_closed: Twilio media stream sockets closed or refused, by reason',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [reason, n] of Object.entries(source.mediaStreamClosed.snapshot())) this.inc({ reason }, n);
+      },
+    });
+  }
+
+  turn(m: TurnMetrics, providers: { stt: string; llm: string; tts: string }): void {
+    for (const [stage, field] of STAGES) this.turnStage.observe({ stage }, m[field] / 1000);
+    this.providerRequest.observe({ provider: providers.stt, capability: 'stt' }, m.sttMs / 1000);
+    this.providerRequest.observe({ provider: providers.llm, capability: 'llm' }, m.llmFirstTokenMs / 1000);
+    this.providerRequest.observe({ provider: providers.tts, capability: 'tts' }, m.ttsFirstByteMs / 1000);
+  }
+
+  bargeIn(reactionMs: number): void {
+    this.bargeInReaction.observe(reactionMs / 1000);
+  }
+
+  providerError(error: ProviderError): void {
+    this.providerErrors.inc({ provider: error.provider, capability: error.capability, code: error.code });
+  }
+
+  callEnded(status: string): void {
+    this.callsEnded.inc({ status });
+  }
+
+  /**
+   * One gap between two outbound frames of a leg while audio was waiting, ms. Called by
+   * the pacer for every such frame: no allocation here, the buckets are a fixed array.
+   */
+  frameGap(gapMs: number): void {
+    this.frameGaps.observe(gapMs / 1000);
+    if (gapMs > this.source.lateGapMs) this.lateFrameCount++;
+  }
+}

@@ -1,0 +1,169 @@
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { InProcessBus, SUBJECTS, agentConfigSchema, newId, parsePrometheusText } from '@vap/shared';
+import type { AgentConfig, BusSubscription, PrometheusExposition } from '@vap/shared';
+import { callerSpeechMulaw, startProviders } from '@vap/voice-pipeline';
+import type { ProviderRuntime } from '@vap/voice-pipeline';
+import { loadGatewayConfig } from '../../src/config.js';
+import { startMediaGateway } from '../../src/gateway.js';
+import type { MediaGateway } from '../../src/gateway.js';
+import { runCallerScript } from '../../src/simulators/scripted-caller.js';
+import { TwilioCallerSimulator, twilioSid } from '../../src/simulators/twilio-caller.js';
+import { TWILIO_MEDIA_STREAM_PATH } from '../../src/twilio/media-stream-server.js';
+
+/**
+ * GET /metrics of a real gateway around a sandbox call: a simulated Twilio caller on the
+ * media stream, the provider simulators, and a bus responder standing in for the control
+ * plane. The scraped text is parsed strictly (legal names, declared families).
+ */
+
+const logger = pino({ level: 'silent' });
+const TENANT = 'ten_metrics_test';
+const LONG_REPLY =
+  'We are open every day from eleven in the morning until ten at night, except on Mondays when we open at five in the afternoon, and on public holidays we keep the same hours as on Sundays.';
+
+let bus: InProcessBus;
+let providers: ProviderRuntime;
+let gateway: MediaGateway;
+let guarded: MediaGateway;
+const agents = new Map<string, AgentConfig>();
+const ended = new Set<string>();
+const conversations = new Map<string, string>();
+const subs: BusSubscription[] = [];
+
+async function scrape(gw: MediaGateway): Promise<PrometheusExposition> {
+  const res = await fetch(`${gw.url}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parsePrometheusText(await res.text());
+}
+
+beforeAll(async () => {
+  bus = new InProcessBus();
+  providers = await startProviders({});
+  providers.simulators.openai!.addReply({ match: 'book a table', reply: 'Of course. What time would you like to come?' });
+  providers.simulators.openai!.addReply({ match: 'opening hours', reply: LONG_REPLY });
+  providers.simulators.openai!.addReply({ match: 'located', reply: 'We are at twelve Harbour Street.' });
+  const id = newId('agt');
+  agents.set(
+    id,
+    agentConfigSchema.parse({
+      name: 'Metrics agent',
+      persona: { name: 'Ava', role: 'host at Harbour Bistro' },
+      voice: { provider: 'elevenlabs', voiceId: 'voice-ava' },
+      llm: { provider: 'openai', model: 'gpt-4o-mini' },
+      transcription: { provider: 'deepgram', language: 'en-US' },
+      systemPromptTemplate: 'You take bookings for Harbour Bistro.',
+      firstMessage: 'Hello! Thanks for calling Harbour Bistro.',
+      endpointing: { provider: 'vad', silenceDurationMs: 500, utteranceEndMs: 1000 },
+    }),
+  );
+  subs.push(
+    bus.respond('callPrepare', async (req) => {
+      const config = agents.get(req.agentId);
+      if (!config) return { ok: false, code: 'agent-not-found', message: 'unknown agent' };
+      const conversationId = newId('conv');
+      conversations.set(req.callSid, conversationId);
+      return { ok: true, conversationId, startedAt: new Date().toISOString(), agent: { id: req.agentId, tenantId: req.tenantId, version: 1, config, llmApiKey: null }, caller: { phoneNumber: req.from, country: 'US' } };
+    }),
+    bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => void ended.add(payload.conversationId)),
+  );
+  gateway = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' }), { bus, logger, providers });
+  guarded = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent', METRICS_TOKEN: 'scrape-secret' }), { bus, logger, providers });
+}, 60_000);
+
+afterAll(async () => {
+  await gateway?.close();
+  await guarded?.close();
+  await Promise.all(subs.map((s) => s.close()));
+  await providers?.close();
+  await bus?.close();
+});
+
+describe('gateway /metrics', () => {
+  it('moves the turn, barge-in, pacing, provider and media-stream metrics of a call', { timeout: 60_000 }, async () => {
+    const before = await scrape(gateway);
+    const hangupsBefore = before.value('svc_telephony_media_stream_closed_total', { reason: 'hangup' });
+    expect(before.value('vap_active_calls')).toBe(0);
+    expect(before.value('vap_turn_stage_seconds_count')).toBe(0);
+    // Default process metrics: CPU, RSS and event-loop delay.
+    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_p99_seconds']) expect(before.types.has(name), name).toBe(true);
+    expect(before.value('process_resident_memory_bytes')).toBeGreaterThan(0);
+    // The spec's counters under Prometheus names; api_errors belongs to the control plane.
+    expect(before.types.get('svc_telephony_media_stream_closed_total')).toBe('counter');
+
+    const callSid = twilioSid('CA');
+    const agentId = [...agents.keys()][0]!;
+    providers.simulators.deepgram!.setScript(callSid, ['Hi, I would like to book a table for two tonight.', 'What are your opening hours?', 'Actually, can you tell me where you are located?']);
+    const call = await TwilioCallerSimulator.connect(gateway.url.replace(/^http/, 'ws') + TWILIO_MEDIA_STREAM_PATH, { callSid, customParameters: { agentId, tenantId: TENANT } });
+    const script = { speech: callerSpeechMulaw, quietMs: 600 };
+    await runCallerScript(call, [{ expectAgent: true }, { say: 'Hi, I would like to book a table for two tonight.' }, { expectAgent: true }, { say: 'What are your opening hours?' }], script);
+    const during = await scrape(gateway);
+    expect(during.value('vap_active_calls')).toBe(1);
+    // The long answer: the caller talks over it, the gateway clears.
+    const timings = await runCallerScript(call, [{ sayOverAgent: 'Actually, can you tell me where you are located?', afterMs: 1200 }, { expectAgent: true }], script);
+    expect(timings[0]!.bargeInReactionMs).not.toBeNull();
+    await call.hangup();
+    await vi.waitFor(() => expect(ended.has(conversations.get(callSid) ?? '')).toBe(true), { timeout: 15_000, interval: 50 });
+
+    const after = await scrape(gateway);
+    expect(after.value('vap_active_calls')).toBe(0);
+    const turns = after.value('vap_turn_stage_seconds_count', { stage: 'total' });
+    expect(turns).toBeGreaterThanOrEqual(2);
+    for (const stage of ['endpointing', 'stt', 'llm_first_token', 'tts_first_byte', 'overhead']) expect(after.value('vap_turn_stage_seconds_count', { stage }), stage).toBe(turns);
+    expect(after.value('vap_turn_stage_seconds_sum', { stage: 'total' })).toBeGreaterThan(0);
+    // Cumulative buckets: +Inf holds every observation.
+    expect(after.value('vap_turn_stage_seconds_bucket', { stage: 'total', le: '+Inf' })).toBe(turns);
+    expect(after.value('vap_barge_in_reaction_seconds_count')).toBeGreaterThanOrEqual(1);
+    expect(after.value('vap_provider_request_seconds_count', { provider: 'deepgram', capability: 'stt' })).toBe(turns);
+    expect(after.value('vap_provider_request_seconds_count', { provider: 'openai', capability: 'llm' })).toBe(turns);
+    expect(after.value('vap_provider_request_seconds_count', { provider: 'elevenlabs', capability: 'tts' })).toBe(turns);
+    // Pacing: every agent reply went out as paced 20 ms frames.
+    const gaps = after.value('vap_outbound_frame_gap_seconds_count');
+    expect(gaps).toBeGreaterThan(50);
+    expect(after.value('vap_outbound_frame_gap_seconds_bucket', { le: '+Inf' })).toBe(gaps);
+    expect(after.value('vap_outbound_frame_gap_seconds_sum') / gaps).toBeGreaterThan(0.015);
+    expect(after.value('vap_outbound_frame_gap_seconds_sum') / gaps).toBeLessThan(0.03);
+    expect(after.types.get('vap_outbound_late_frames_total')).toBe('counter');
+    expect(after.value('vap_calls_ended_total', { status: 'completed' })).toBe(1);
+    // Twilio's `stop` ended the stream.
+    expect(after.value('svc_telephony_media_stream_closed_total', { reason: 'hangup' })).toBe(hangupsBefore + 1);
+    // Labels stay bounded: no call or conversation ids.
+    const text = await (await fetch(`${gateway.url}/metrics`)).text();
+    expect(text).not.toContain(callSid);
+    expect(text).not.toContain(conversations.get(callSid)!);
+  });
+
+  it('counts a provider failure and the call it ended, with the stream closed by us', { timeout: 30_000 }, async () => {
+    const before = await scrape(gateway);
+    const callSid = twilioSid('CA');
+    providers.simulators.deepgram!.setScript(callSid, ['Hi, I would like to book a table for two tonight.']);
+    const call = await TwilioCallerSimulator.connect(gateway.url.replace(/^http/, 'ws') + TWILIO_MEDIA_STREAM_PATH, { callSid, customParameters: { agentId: [...agents.keys()][0]!, tenantId: TENANT } });
+    const script = { speech: callerSpeechMulaw, quietMs: 600 };
+    await runCallerScript(call, [{ expectAgent: true }], script);
+    // Every attempt of the next LLM request fails (the wrapper retries 3 times): the call ends.
+    providers.simulators.openai!.setFaults({ failNext: { status: 503, count: 3 } });
+    try {
+      await runCallerScript(call, [{ say: 'Hi, I would like to book a table for two tonight.' }, { expectHangup: true, timeoutMs: 20_000 }], script);
+    } finally {
+      providers.simulators.openai!.resetFaults();
+    }
+    await vi.waitFor(() => expect(ended.has(conversations.get(callSid) ?? '')).toBe(true), { timeout: 15_000, interval: 50 });
+    const after = await scrape(gateway);
+    const errors = after.samples.filter((s) => s.name === 'vap_provider_errors_total' && s.labels['provider'] === 'openai' && s.labels['capability'] === 'llm');
+    expect(errors.reduce((n, s) => n + s.value, 0) - before.value('vap_provider_errors_total', { provider: 'openai', capability: 'llm' })).toBe(1);
+    expect(errors[0]!.labels['code']).toMatch(/^llm\./);
+    expect(after.value('vap_calls_ended_total', { status: 'failed' }) - before.value('vap_calls_ended_total', { status: 'failed' })).toBe(1);
+    expect(after.value('svc_telephony_media_stream_closed_total', { reason: 'local' }) - before.value('svc_telephony_media_stream_closed_total', { reason: 'local' })).toBe(1);
+  });
+
+  it('asks for the bearer token when METRICS_TOKEN is set', async () => {
+    const refused = await fetch(`${guarded.url}/metrics`);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toBe('Bearer');
+    expect((await fetch(`${guarded.url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    const ok = await fetch(`${guarded.url}/metrics`, { headers: { authorization: 'Bearer scrape-secret' } });
+    expect(ok.status).toBe(200);
+    expect(parsePrometheusText(await ok.text()).types.get('vap_active_calls')).toBe('gauge');
+  });
+});
