@@ -42,6 +42,8 @@ import { RecordingRepository } from './modules/conversations/recording-repositor
 import { recordingFileRoutes, recordingRoutes } from './modules/conversations/recording-routes.js';
 import { RecordingService } from './modules/conversations/recording-service.js';
 import { registerIdempotency } from './modules/idempotency/idempotency-hooks.js';
+import { ControlPlaneMetrics } from './modules/metrics/control-plane-metrics.js';
+import { registerMetrics } from './modules/metrics/metrics-routes.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { twilioWebhookRoutes } from './modules/telephony/twilio-webhook-routes.js';
@@ -74,6 +76,8 @@ export interface AppDeps {
   secretKey?: Buffer;
   /** Outgoing email (invitations); default `createMailer` of the config, closed with the app. */
   mailer?: Mailer;
+  /** Served at `GET /metrics` with the process metrics; default a fresh set (the dispatcher and job runner report into the one given). */
+  metrics?: ControlPlaneMetrics;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -95,6 +99,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerProblemHandlers(app);
+  registerMetrics(app, { metrics: deps.metrics ?? new ControlPlaneMetrics(), token: config.metricsToken });
 
   // Bodies are JSON; an empty body counts as no body, so `{}`-less action POSTs work.
   // Only JSON is accepted (uploads add multipart where they need it); anything else is a 415.

@@ -22,6 +22,8 @@ export const configSchema = z.object({
   DOCS_URL: optionalString,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRUST_PROXY: bool(false),
+  // Bearer token GET /metrics requires (shared with the media gateway); unset: public like /healthz.
+  METRICS_TOKEN: optionalString,
   DATABASE_URL: optionalString,
   DB_POOL_SIZE: int(10, 1, 200),
   DATA_DIR: z.string().default('.data'),
@@ -93,6 +95,8 @@ export interface ControlPlaneConfig {
   docsUrl: string;
   logLevel: Env['LOG_LEVEL'];
   trustProxy: boolean;
+  /** `GET /metrics` requires `Authorization: Bearer <token>` when set; public when undefined. */
+  metricsToken?: string | undefined;
   databaseUrl: string | undefined;
   dbPoolSize: number;
   dataDir: string;
@@ -240,6 +244,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     docsUrl: (e.DOCS_URL ?? `${publicUrl}/docs`).replace(/\/$/, ''),
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,
+    metricsToken: e.METRICS_TOKEN,
     databaseUrl: e.DATABASE_URL,
     dbPoolSize: e.DB_POOL_SIZE,
     dataDir: e.DATA_DIR,

@@ -18,6 +18,7 @@ import { RecordingRetention } from './modules/conversations/recording-retention.
 import { Housekeeping } from './modules/housekeeping/housekeeping.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { JobRunner } from './modules/jobs/job-runner.js';
+import { ControlPlaneMetrics } from './modules/metrics/control-plane-metrics.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { loadTwilioAuthToken } from './modules/telephony/twilio-credentials.js';
 import type { TwilioAuth } from './modules/telephony/twilio-credentials.js';
@@ -72,7 +73,9 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     // Invitation emails: SMTP_URL, or captured as .eml files under DATA_DIR/mail.
     const mailer = createMailer(config.mail, config.dataDir, log.child({ module: 'mail' }));
     log.info({ mail: mailer.describe() }, 'outgoing mail ready');
-    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, outbox, recordings, secretKey, mailer });
+    // One metrics registry for the API, the webhook dispatcher and the job runner (GET /metrics).
+    const metrics = new ControlPlaneMetrics();
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, outbox, recordings, secretKey, mailer, metrics });
     const dispatcher = config.webhooks.dispatcher
       ? new WebhookDispatcher({
           pool: database.pool,
@@ -83,6 +86,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
           concurrency: config.webhooks.concurrency,
           perWebhook: config.webhooks.perWebhook,
           pollIntervalMs: config.webhooks.pollIntervalMs,
+          metrics,
         })
       : undefined;
     if (dispatcher) outbox.onWake(() => dispatcher.wake());
@@ -107,7 +111,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     // Durable background jobs: post-call analysis on OpenAI (OPENAI_API_KEY) or a simulator started here (sandbox).
     const analysisLlms = await startAnalysisLlms(config.openai);
     log.info({ llm: analysisLlms.describe() }, 'post-call analysis ready');
-    const jobs = new JobRunner({ pool: database.pool, log: log.child({ module: 'jobs' }), concurrency: config.jobs.concurrency, pollIntervalMs: config.jobs.pollIntervalMs });
+    const jobs = new JobRunner({ pool: database.pool, log: log.child({ module: 'jobs' }), concurrency: config.jobs.concurrency, pollIntervalMs: config.jobs.pollIntervalMs, metrics });
     jobs.register(ANALYSIS_JOB, new AnalysisJobHandler({ db: database.db, bus: deps.bus, outbox, llms: analysisLlms, log: log.child({ module: 'analysis' }) }).handle);
     await jobs.start();
     await dispatcher?.start();

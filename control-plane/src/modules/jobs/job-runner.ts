@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { QueueLoop } from '../../db/queue-loop.js';
+import type { JobMetrics } from '../metrics/control-plane-metrics.js';
 import { JOBS_CHANNEL, JobQueue } from './job-queue.js';
 import type { ClaimedJob } from './job-queue.js';
 
@@ -37,6 +38,8 @@ export interface JobRunnerOptions {
   leaseMs?: number;
   retryDelaysMs?: readonly number[];
   now?: () => number;
+  /** Counts each attempt by kind and result, with its handler time. */
+  metrics?: JobMetrics;
 }
 
 /**
@@ -48,7 +51,7 @@ export interface JobRunnerOptions {
  */
 export class JobRunner extends QueueLoop<ClaimedJob> {
   readonly queue: JobQueue;
-  private readonly o: Required<Omit<JobRunnerOptions, 'pool'>>;
+  private readonly o: Required<Omit<JobRunnerOptions, 'pool' | 'metrics'>> & { metrics?: JobMetrics };
   private readonly handlers = new Map<string, JobHandler>();
 
   constructor(opts: JobRunnerOptions) {
@@ -89,6 +92,7 @@ export class JobRunner extends QueueLoop<ClaimedJob> {
       );
     }, Math.max(10, Math.floor(this.o.leaseMs / 3)));
     let failure: unknown = null;
+    const startedAt = performance.now();
     try {
       if (!handler) throw new PermanentJobError(`no handler for job kind ${job.kind}`);
       await handler(job, lease.signal);
@@ -97,9 +101,12 @@ export class JobRunner extends QueueLoop<ClaimedJob> {
     } finally {
       clearInterval(renewal);
     }
+    const tookMs = performance.now() - startedAt;
     const now = new Date(this.o.now());
     if (failure === null) {
-      if (!(await this.queue.succeed(job, now))) log.warn('job finished after its lease was lost; outcome not recorded');
+      const held = await this.queue.succeed(job, now);
+      this.o.metrics?.jobAttempt(job.kind, held ? 'succeeded' : 'lease-lost', tookMs);
+      if (!held) log.warn('job finished after its lease was lost; outcome not recorded');
       else log.debug('job succeeded');
       return;
     }
@@ -108,6 +115,7 @@ export class JobRunner extends QueueLoop<ClaimedJob> {
     const retryAt = permanent || job.attempt >= job.maxAttempts ? null : new Date(now.getTime() + (delays[Math.min(job.attempt - 1, delays.length - 1)] ?? 0));
     const message = failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure);
     const outcome = await this.queue.fail(job, message, retryAt, now);
+    this.o.metrics?.jobAttempt(job.kind, outcome, tookMs);
     if (outcome === 'failed') log.warn({ err: failure }, 'job failed for good');
     else if (outcome === 'retry') log.info({ err: failure, retryAt }, 'job attempt failed; retrying later');
     else log.warn({ err: failure }, 'job attempt failed after its lease was lost; outcome not recorded');

@@ -4,6 +4,7 @@ import { OutboundRequestError, WEBHOOK_HEADERS, guardedPost, signWebhook } from 
 import type { OutboundGuard } from '@vap/shared';
 import { QueueLoop } from '../../db/queue-loop.js';
 import type { SecretBox } from '../../secret-box.js';
+import type { WebhookMetrics } from '../metrics/control-plane-metrics.js';
 import { DELIVERIES_CHANNEL } from './event-outbox.js';
 import { DeliveryQueue } from './delivery-queue.js';
 import type { AttemptOutcome, ClaimedDelivery } from './delivery-queue.js';
@@ -31,6 +32,8 @@ export interface WebhookDispatcherOptions {
   retryDelaysMs?: readonly number[];
   /** How long a claim holds a delivery; must exceed the timeout plus the writes after it. */
   leaseMs?: number;
+  /** Counts each attempt by result, with its HTTP time. */
+  metrics?: WebhookMetrics;
 }
 
 /**
@@ -42,7 +45,7 @@ export interface WebhookDispatcherOptions {
  */
 export class WebhookDispatcher extends QueueLoop<ClaimedDelivery> {
   private readonly queue: DeliveryQueue;
-  private readonly o: Required<Omit<WebhookDispatcherOptions, 'now'>> & { now: () => number };
+  private readonly o: Required<Omit<WebhookDispatcherOptions, 'now' | 'metrics'>> & { now: () => number; metrics?: WebhookMetrics };
   private readonly inFlightPerWebhook = new Map<string, number>();
 
   constructor(opts: WebhookDispatcherOptions) {
@@ -82,10 +85,12 @@ export class WebhookDispatcher extends QueueLoop<ClaimedDelivery> {
     if (!d.enabled) {
       // Disabled after the event was queued: nothing is sent; a replay after re-enabling sends it.
       await this.queue.record(d, { startedAt, finishedAt: startedAt, statusCode: null, latencyMs: 0, success: false, error: 'webhook disabled; not sent' }, this.o.retryDelaysMs, true);
+      this.o.metrics?.webhookAttempt('disabled', 0);
       return;
     }
     const outcome = await this.send(d, startedAt);
     const result = await this.queue.record(d, outcome, this.o.retryDelaysMs);
+    this.o.metrics?.webhookAttempt(result, outcome.latencyMs);
     if (result === 'failed') log.warn({ error: outcome.error, statusCode: outcome.statusCode }, 'webhook delivery failed permanently');
     else if (result === 'lease-lost') log.warn('webhook attempt finished after its lease expired; result not recorded');
     else log.debug({ result, statusCode: outcome.statusCode, latencyMs: outcome.latencyMs }, 'webhook attempt');
