@@ -11,7 +11,7 @@ import { startBareServer } from './bare-server.js';
 import type { BareServer } from './bare-server.js';
 import { startBenchPlatform } from './bench-platform.js';
 import type { BenchPlatform } from './bench-platform.js';
-import { BenchConfigError, loadBenchConfig } from './config.js';
+import { loadBenchConfig, loadOrExit } from './config.js';
 import type { BenchConfig } from './config.js';
 import { runLoad } from './load-generator.js';
 import type { LoadSpec } from './load-generator.js';
@@ -109,13 +109,7 @@ async function bench(config: BenchConfig, started: { platform?: BenchPlatform; b
 }
 
 async function main(): Promise<void> {
-  let config: BenchConfig;
-  try {
-    config = loadBenchConfig();
-  } catch (err) {
-    console.error(err instanceof BenchConfigError ? err.message : err);
-    process.exit(2);
-  }
+  const config = loadOrExit(loadBenchConfig);
   const started: { platform?: BenchPlatform; bare?: BareServer } = {};
   const shutDown = async () => {
     await started.bare?.close().catch(() => undefined);

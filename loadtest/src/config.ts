@@ -100,3 +100,13 @@ export function loadWebhookBenchConfig(argv: string[] = process.argv.slice(2), e
   if (problems.length > 0) throw new BenchConfigError(problems);
   return Object.freeze({ events, webhooks, concurrency, serverDatabaseUrl });
 }
+
+/** Reads a benchmark's configuration, or prints what is wrong and exits 2 (bad usage). */
+export function loadOrExit<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (err) {
+    console.error(err instanceof BenchConfigError ? err.message : err);
+    process.exit(2);
+  }
+}

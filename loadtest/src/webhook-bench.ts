@@ -21,7 +21,7 @@ import { startBenchPlatform } from './bench-platform.js';
 import type { BenchPlatform } from './bench-platform.js';
 import { startBenchReceiver } from './bench-receiver.js';
 import type { BenchReceiver } from './bench-receiver.js';
-import { BenchConfigError, loadWebhookBenchConfig } from './config.js';
+import { loadWebhookBenchConfig, loadOrExit } from './config.js';
 import type { WebhookBenchConfig } from './config.js';
 import { sendDirect } from './direct-sender.js';
 import type { DirectDelivery } from './direct-sender.js';
@@ -265,13 +265,7 @@ async function bench(config: WebhookBenchConfig, started: Started): Promise<numb
 }
 
 async function main(): Promise<void> {
-  let config: WebhookBenchConfig;
-  try {
-    config = loadWebhookBenchConfig();
-  } catch (err) {
-    console.error(err instanceof BenchConfigError ? err.message : err);
-    process.exit(2);
-  }
+  const config = loadOrExit(loadWebhookBenchConfig);
   const started: Started = {};
   const shutDown = async () => {
     await started.database?.close().catch(() => undefined);
