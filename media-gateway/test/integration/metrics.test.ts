@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { InProcessBus, SUBJECTS, agentConfigSchema, newId, parsePrometheusText } from '@vap/shared';
+import { InProcessBus, SUBJECTS, newId, parsePrometheusText } from '@vap/shared';
 import type { AgentConfig, BusSubscription, PrometheusExposition } from '@vap/shared';
 import { callerSpeechMulaw, startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
@@ -8,8 +8,7 @@ import { loadGatewayConfig } from '../../src/config.js';
 import { startMediaGateway } from '../../src/gateway.js';
 import type { MediaGateway } from '../../src/gateway.js';
 import { runCallerScript } from '../../src/simulators/scripted-caller.js';
-import { TwilioCallerSimulator, twilioSid } from '../../src/simulators/twilio-caller.js';
-import { TWILIO_MEDIA_STREAM_PATH } from '../../src/twilio/media-stream-server.js';
+import { bistroAgent, dial, standInControlPlane } from '../gateway-world.js';
 
 /**
  * GET /metrics of a real gateway around a sandbox call: a simulated Twilio caller on the
@@ -28,7 +27,7 @@ let gateway: MediaGateway;
 let guarded: MediaGateway;
 const agents = new Map<string, AgentConfig>();
 const ended = new Set<string>();
-const conversations = new Map<string, string>();
+let conversations: Map<string, string>;
 const subs: BusSubscription[] = [];
 
 async function scrape(gw: MediaGateway): Promise<PrometheusExposition> {
@@ -45,27 +44,11 @@ beforeAll(async () => {
   providers.simulators.openai!.addReply({ match: 'opening hours', reply: LONG_REPLY });
   providers.simulators.openai!.addReply({ match: 'located', reply: 'We are at twelve Harbour Street.' });
   const id = newId('agt');
-  agents.set(
-    id,
-    agentConfigSchema.parse({
-      name: 'Metrics agent',
-      persona: { name: 'Ava', role: 'host at Harbour Bistro' },
-      voice: { provider: 'elevenlabs', voiceId: 'voice-ava' },
-      llm: { provider: 'openai', model: 'gpt-4o-mini' },
-      transcription: { provider: 'deepgram', language: 'en-US' },
-      systemPromptTemplate: 'You take bookings for Harbour Bistro.',
-      firstMessage: 'Hello! Thanks for calling Harbour Bistro.',
-      endpointing: { provider: 'vad', silenceDurationMs: 500, utteranceEndMs: 1000 },
-    }),
-  );
+  agents.set(id, bistroAgent({ name: 'Metrics agent' }));
+  const controlPlane = standInControlPlane(bus, agents);
+  conversations = controlPlane.conversations;
   subs.push(
-    bus.respond('callPrepare', async (req) => {
-      const config = agents.get(req.agentId);
-      if (!config) return { ok: false, code: 'agent-not-found', message: 'unknown agent' };
-      const conversationId = newId('conv');
-      conversations.set(req.callSid, conversationId);
-      return { ok: true, conversationId, startedAt: new Date().toISOString(), agent: { id: req.agentId, tenantId: req.tenantId, version: 1, config, llmApiKey: null }, caller: { phoneNumber: req.from, country: 'US' } };
-    }),
+    controlPlane.subscription,
     bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => void ended.add(payload.conversationId)),
   );
   gateway = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' }), { bus, logger, providers });
@@ -92,10 +75,9 @@ describe('gateway /metrics', () => {
     // The spec's counters under Prometheus names; api_errors belongs to the control plane.
     expect(before.types.get('svc_telephony_media_stream_closed_total')).toBe('counter');
 
-    const callSid = twilioSid('CA');
     const agentId = [...agents.keys()][0]!;
-    providers.simulators.deepgram!.setScript(callSid, ['Hi, I would like to book a table for two tonight.', 'What are your opening hours?', 'Actually, can you tell me where you are located?']);
-    const call = await TwilioCallerSimulator.connect(gateway.url.replace(/^http/, 'ws') + TWILIO_MEDIA_STREAM_PATH, { callSid, customParameters: { agentId, tenantId: TENANT } });
+    const { call } = await dial(gateway, providers, agentId, TENANT, ['Hi, I would like to book a table for two tonight.', 'What are your opening hours?', 'Actually, can you tell me where you are located?']);
+    const callSid = call.callSid;
     const script = { speech: callerSpeechMulaw, quietMs: 600 };
     await runCallerScript(call, [{ expectAgent: true }, { say: 'Hi, I would like to book a table for two tonight.' }, { expectAgent: true }, { say: 'What are your opening hours?' }], script);
     const during = await scrape(gateway);
@@ -136,9 +118,8 @@ describe('gateway /metrics', () => {
 
   it('counts a provider failure and the call it ended, with the stream closed by us', { timeout: 30_000 }, async () => {
     const before = await scrape(gateway);
-    const callSid = twilioSid('CA');
-    providers.simulators.deepgram!.setScript(callSid, ['Hi, I would like to book a table for two tonight.']);
-    const call = await TwilioCallerSimulator.connect(gateway.url.replace(/^http/, 'ws') + TWILIO_MEDIA_STREAM_PATH, { callSid, customParameters: { agentId: [...agents.keys()][0]!, tenantId: TENANT } });
+    const { call } = await dial(gateway, providers, [...agents.keys()][0]!, TENANT, ['Hi, I would like to book a table for two tonight.']);
+    const callSid = call.callSid;
     const script = { speech: callerSpeechMulaw, quietMs: 600 };
     await runCallerScript(call, [{ expectAgent: true }], script);
     // Every attempt of the next LLM request fails (the wrapper retries 3 times): the call ends.

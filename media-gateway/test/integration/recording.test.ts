@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { InProcessBus, LocalObjectStore, SUBJECTS, agentConfigSchema, newId } from '@vap/shared';
+import { InProcessBus, LocalObjectStore, SUBJECTS, newId } from '@vap/shared';
 import type { AgentConfig, BusSubscription, Payload } from '@vap/shared';
 import { callerSpeechMulaw, mulawDecode, parseWav, startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
@@ -11,9 +11,9 @@ import { loadGatewayConfig } from '../../src/config.js';
 import { startMediaGateway } from '../../src/gateway.js';
 import type { MediaGateway } from '../../src/gateway.js';
 import { runCallerScript } from '../../src/simulators/scripted-caller.js';
-import { TwilioCallerSimulator, twilioSid } from '../../src/simulators/twilio-caller.js';
+import type { TwilioCallerSimulator } from '../../src/simulators/twilio-caller.js';
 import type { PlayedChunk } from '../../src/simulators/twilio-caller.js';
-import { TWILIO_MEDIA_STREAM_PATH } from '../../src/twilio/media-stream-server.js';
+import { bistroAgent, dial as dialGateway, standInControlPlane } from '../gateway-world.js';
 import { decodeMp3, mp3Channels, onsetMs, quietFromMs, rms } from '../recording-audio.js';
 
 /**
@@ -46,7 +46,7 @@ let gateway: MediaGateway;
 /** A second gateway whose recording store cannot write (its directory is a file). */
 let brokenGateway: MediaGateway;
 const agents = new Map<string, AgentConfig>();
-const conversations = new Map<string, string>();
+let conversations: Map<string, string>;
 const ended = new Map<string, Payload<'sessionEnded'>>();
 /** performance.now() when each sessionEnded arrived. */
 const endedArrivals = new Map<string, number>();
@@ -55,29 +55,12 @@ const subs: BusSubscription[] = [];
 
 function agent(recording: Partial<AgentConfig['recording']> & { enabled: boolean }): string {
   const id = newId('agt');
-  agents.set(
-    id,
-    agentConfigSchema.parse({
-      name: 'Recorded agent',
-      persona: { name: 'Ava', role: 'host at Harbour Bistro' },
-      voice: { provider: 'elevenlabs', voiceId: 'voice-ava' },
-      llm: { provider: 'openai', model: 'gpt-4o-mini' },
-      transcription: { provider: 'deepgram', language: 'en-US' },
-      systemPromptTemplate: 'You take bookings for Harbour Bistro.',
-      firstMessage: 'Hello! Thanks for calling Harbour Bistro. How can I help?',
-      endpointing: { provider: 'vad', silenceDurationMs: 500, utteranceEndMs: 1000 },
-      recording,
-    }),
-  );
+  agents.set(id, bistroAgent({ name: 'Recorded agent', firstMessage: 'Hello! Thanks for calling Harbour Bistro. How can I help?', recording }));
   return id;
 }
 
-async function dial(gw: MediaGateway, agentId: string, script: string[]): Promise<{ call: TwilioCallerSimulator; connectedAt: number }> {
-  const callSid = twilioSid('CA');
-  providers.simulators.deepgram!.setScript(callSid, script);
-  const connectedAt = performance.now();
-  const call = await TwilioCallerSimulator.connect(gw.url.replace(/^http/, 'ws') + TWILIO_MEDIA_STREAM_PATH, { callSid, customParameters: { agentId, tenantId: TENANT, from: '+14155550100', to: '+14155550199' } });
-  return { call, connectedAt };
+function dial(gw: MediaGateway, agentId: string, script: string[]): Promise<{ call: TwilioCallerSimulator; connectedAt: number }> {
+  return dialGateway(gw, providers, agentId, TENANT, script, { from: '+14155550100', to: '+14155550199' });
 }
 
 async function finished(call: TwilioCallerSimulator): Promise<Payload<'sessionEnded'>> {
@@ -126,14 +109,10 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'vap-recordings-'));
   store = new LocalObjectStore(join(dir, 'store'));
   await writeFile(join(dir, 'not-a-directory'), 'x');
+  const controlPlane = standInControlPlane(bus, agents);
+  conversations = controlPlane.conversations;
   subs.push(
-    bus.respond('callPrepare', async (req) => {
-      const config = agents.get(req.agentId);
-      if (!config) return { ok: false, code: 'agent-not-found', message: 'unknown agent' };
-      const conversationId = newId('conv');
-      conversations.set(req.callSid, conversationId);
-      return { ok: true, conversationId, startedAt: new Date().toISOString(), agent: { id: req.agentId, tenantId: req.tenantId, version: 1, config, llmApiKey: null }, caller: { phoneNumber: req.from, country: 'US' } };
-    }),
+    controlPlane.subscription,
     bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => {
       endedArrivals.set(payload.conversationId, performance.now());
       ended.set(payload.conversationId, payload);
