@@ -1,0 +1,156 @@
+/**
+ * What the concurrent-call benchmark (`pnpm bench:calls`) measures and writes to
+ * `loadtest/results/calls-*.json`: the contract between the generator (which fills it),
+ * the terminal table, the HTML report and the target checks.
+ *
+ * Times are milliseconds unless a name says otherwise. A distribution of no samples has
+ * `count: 0` and null figures (JSON has no NaN).
+ */
+import type { MachineInfo } from '../report.js';
+
+/** Percentiles of a set of samples (nearest rank, so each is an observed value). */
+export interface Distribution {
+  count: number;
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+  max: number | null;
+  mean: number | null;
+}
+
+/** Counts per bucket for the HTML charts: `counts[i]` samples were <= `upperBounds[i]` and above the previous bound; the last bucket is open-ended (`upperBounds` has one fewer entry than `counts`). */
+export interface Histogram {
+  upperBounds: number[];
+  counts: number[];
+}
+
+/** A distribution with its histogram. */
+export interface Measured extends Distribution {
+  histogram: Histogram;
+}
+
+/** Per-stage breakdown of agent replies, from the gateway's own per-turn record (`turnMetrics` of `sessionEnded`). */
+export interface StageBreakdown {
+  endpointing: Measured;
+  stt: Measured;
+  llmFirstToken: Measured;
+  ttsFirstByte: Measured;
+  /** Our own time: total minus endpointing, LLM first token and TTS first byte. */
+  overhead: Measured;
+  total: Measured;
+}
+
+/** A call that did not complete its script. */
+export interface CallFailure {
+  callSid: string;
+  /** `connect` (upgrade refused or timed out), `script` (a step timed out or the agent never answered), `dropped` (the socket closed before the script ended), `protocol` (a message Twilio would reject). */
+  kind: 'connect' | 'script' | 'dropped' | 'protocol';
+  message: string;
+}
+
+/** One sample of the server process under test, taken about every second. */
+export interface ProcessSample {
+  /** Seconds since the run started. */
+  t: number;
+  activeCalls: number;
+  /** CPU used since the previous sample as a percentage of one core (200 = both cores of a 2-core machine). */
+  cpuPercent: number;
+  rssMb: number;
+  /** Event-loop delay p99 over the last interval. */
+  loopDelayP99Ms: number;
+}
+
+/** What the process under test (gateway or relay) cost over the run. */
+export interface ProcessFigures {
+  /** CPU seconds (user + system) used between the first connect and the last hang-up. */
+  cpuSeconds: number;
+  /** Sum over calls of their connected duration, in seconds. */
+  callSeconds: number;
+  /** cpuSeconds / callSeconds. */
+  cpuPerCallSecond: number | null;
+  rssBeforeMb: number;
+  /** RSS at steady state (all calls connected), median of the steady-state samples. */
+  rssSteadyMb: number;
+  rssPeakMb: number;
+  /** (rssSteadyMb - rssBeforeMb) / concurrent calls. */
+  rssGrowthPerCallMb: number | null;
+  /** Event-loop delay over the steady state. */
+  eventLoopDelay: { p50: number | null; p99: number | null; max: number | null };
+  samples: ProcessSample[];
+}
+
+/** Outbound audio pacing as the callers received it. */
+export interface FramePacing {
+  /** Agent `media` frames received. */
+  frames: number;
+  /** Gaps between consecutive frames of one agent utterance (a gap > `utteranceBreakMs` starts a new utterance and is not counted). */
+  gaps: Measured;
+  /** |gap - 20|. */
+  jitter: Measured;
+  /** Gaps > 40 ms inside an utterance, at the callers. */
+  lateFramesAtCallers: number;
+  /** `vap_outbound_late_frames_total` of the gateway (its pacer's own view); null for the relay. */
+  lateFramesAtGateway: number | null;
+  utteranceBreakMs: number;
+}
+
+/** One target (gateway or relay) driven by the same callers. */
+export interface TargetRun {
+  target: 'gateway' | 'relay';
+  calls: { planned: number; connected: number; completed: number; failed: number; dropped: number };
+  /** The first failures (at most 20), for the report. */
+  failures: CallFailure[];
+  /** Concurrent calls actually reached (peak of active calls seen by the callers). */
+  peakConcurrentCalls: number;
+  /** End of caller speech → first agent audio at the caller, per turn (gateway only; empty for the relay). */
+  turnLatency: Measured;
+  /** Per-stage breakdown (gateway only; null for the relay). */
+  stages: StageBreakdown | null;
+  /** Caller speech onset → `clear` received, one per call (gateway only). */
+  bargeInReaction: Measured;
+  framePacing: FramePacing;
+  process: ProcessFigures;
+  durationSec: number;
+}
+
+/** One checked target of the issue, e.g. "barge-in reaction p95 <= 150 ms". */
+export interface TargetCheck {
+  name: string;
+  /** Human-readable limit, e.g. "<= 150 ms". */
+  limit: string;
+  /** The measured figure, formatted; "-" when not measured. */
+  measured: string;
+  /** null when it could not be measured in this run (e.g. relay skipped). */
+  pass: boolean | null;
+}
+
+export interface CallBenchSettings {
+  calls: number;
+  rampSec: number;
+  steadySec: number;
+  /** Caller processes the calls were spread over. */
+  workers: number;
+  /** Latency of the simulated STT's results (0 for the barge-in target). */
+  sttLatencyMs: number;
+  /** Whether the bare relay baseline ran too. */
+  relay: boolean;
+  /** What each caller says, in order (the barge-in line marked). */
+  script: string[];
+}
+
+/** The file `pnpm bench:calls` writes. */
+export interface CallBenchReport {
+  kind: 'call-bench';
+  startedAt: string;
+  settings: CallBenchSettings;
+  machine: MachineInfo;
+  gateway: TargetRun;
+  relay: TargetRun | null;
+  /** gateway cpuPerCallSecond / relay cpuPerCallSecond (the tracked figure). */
+  cpuRatioToRelay: number | null;
+  /** Calls a gateway holds at `cpuBudgetPercent` of `cores` cores: cores * budget / cpuPerCallSecond. */
+  capacity: { cores: number; cpuBudgetPercent: number; calls: number | null };
+  targets: TargetCheck[];
+  /** Every target that could be measured passed, and no call failed. */
+  ok: boolean;
+}
