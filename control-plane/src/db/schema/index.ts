@@ -10,3 +10,4 @@ export * from './conversations.js';
 export * from './webhooks.js';
 export * from './jobs.js';
 export * from './usage.js';
+export * from './knowledge-base.js';
