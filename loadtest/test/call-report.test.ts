@@ -1,0 +1,264 @@
+import { describe, expect, it } from 'vitest';
+import type { CallBenchReport, Measured, ProcessSample, TargetCheck, TargetRun } from '../src/calls/call-results.js';
+import { checkTargets, formatCallTable, renderCallReportHtml } from '../src/calls/call-report.js';
+import { markupProblems, occurrences } from './html-markup.js';
+
+/** A measured figure whose histogram holds `count` samples spread over its buckets. */
+function measured(p50: number, p95: number, p99: number, max: number, upperBounds: number[], counts: number[]): Measured {
+  const count = counts.reduce((a, b) => a + b, 0);
+  return { count, p50, p95, p99, max, mean: (p50 + p95) / 2, histogram: { upperBounds, counts } };
+}
+
+const none: Measured = { count: 0, p50: null, p95: null, p99: null, max: null, mean: null, histogram: { upperBounds: [10], counts: [0, 0] } };
+
+function samples(activeCalls: number, cpuPercent: number, rssMb: number): ProcessSample[] {
+  return Array.from({ length: 40 }, (_, t) => ({ t, activeCalls: t < 10 ? Math.round((activeCalls * t) / 10) : activeCalls, cpuPercent: t < 10 ? (cpuPercent * t) / 10 : cpuPercent, rssMb: rssMb + Math.min(t, 10) * 4, loopDelayP99Ms: 11 + (t % 3) }));
+}
+
+function gatewayRun(): TargetRun {
+  return {
+    target: 'gateway',
+    calls: { planned: 200, connected: 200, completed: 200, failed: 0, dropped: 0 },
+    failures: [],
+    peakConcurrentCalls: 200,
+    turnLatency: measured(640, 910, 1080, 1320, [200, 400, 600, 800, 1000, 1500], [0, 12, 410, 380, 150, 48, 0]),
+    stages: {
+      endpointing: measured(420, 520, 560, 610, [100, 300, 500, 700], [0, 40, 820, 140, 0]),
+      stt: measured(2, 4, 6, 9, [1, 2, 5, 10], [100, 480, 400, 20, 0]),
+      llmFirstToken: measured(120, 210, 260, 300, [50, 100, 200, 300], [0, 300, 640, 60, 0]),
+      ttsFirstByte: measured(80, 130, 170, 190, [50, 100, 200], [10, 690, 300, 0]),
+      overhead: measured(4.2, 9.5, 21.4, 27.9, [1, 2, 5, 10, 20, 30, 50], [0, 40, 700, 220, 30, 10, 0, 0]),
+      total: measured(630, 900, 1070, 1310, [200, 400, 600, 800, 1000, 1500], [0, 10, 420, 380, 142, 48, 0]),
+    },
+    bargeInReaction: measured(96, 138, 149, 162, [50, 75, 100, 125, 150, 175], [0, 12, 98, 60, 28, 2, 0]),
+    framePacing: {
+      frames: 1_204_000,
+      gaps: measured(20, 21.2, 22.8, 31.5, [10, 18, 19, 20, 21, 22, 25, 30, 40], [3, 40, 6000, 700_000, 400_000, 90_000, 7_900, 40, 17, 0]),
+      jitter: measured(0.3, 1.2, 2.8, 11.5, [0.5, 1, 2, 3, 5, 10, 20], [800_000, 300_000, 90_000, 13_000, 940, 50, 10, 0]),
+      lateFramesAtCallers: 0,
+      lateFramesAtGateway: 0,
+      utteranceBreakMs: 200,
+    },
+    process: {
+      cpuSeconds: 41.6,
+      callSeconds: 8000,
+      cpuPerCallSecond: 0.0052,
+      rssBeforeMb: 92,
+      rssSteadyMb: 132,
+      rssPeakMb: 141,
+      rssGrowthPerCallMb: 0.2,
+      eventLoopDelay: { p50: 10.4, p99: 13.1, max: 24.9 },
+      samples: samples(200, 104, 92),
+    },
+    durationSec: 52,
+  };
+}
+
+function relayRun(): TargetRun {
+  return {
+    ...gatewayRun(),
+    target: 'relay',
+    turnLatency: none,
+    stages: null,
+    bargeInReaction: none,
+    framePacing: { ...gatewayRun().framePacing, lateFramesAtGateway: null },
+    process: { ...gatewayRun().process, cpuSeconds: 24, cpuPerCallSecond: 0.003, rssGrowthPerCallMb: 0.05, samples: samples(200, 60, 70) },
+  };
+}
+
+function fixture(): CallBenchReport {
+  return {
+    kind: 'call-bench',
+    startedAt: '2026-11-21T18:00:00.000Z',
+    settings: { calls: 200, rampSec: 10, steadySec: 30, workers: 2, sttLatencyMs: 0, relay: true, script: ['Hi, a table for two tonight?', 'Eight o’clock & by the window', '(barge-in) Actually, make it four'] },
+    machine: { cpus: 2, cpuModel: 'Test CPU @ 2.0GHz', node: 'v20.19.0', platform: 'linux', arch: 'x64' },
+    gateway: gatewayRun(),
+    relay: relayRun(),
+    cpuRatioToRelay: 0.0052 / 0.003,
+    capacity: { cores: 2, cpuBudgetPercent: 60, calls: (2 * 0.6) / 0.0052 },
+    targets: [],
+    ok: true,
+  };
+}
+
+function check(report: CallBenchReport, prefix: string): TargetCheck {
+  const found = checkTargets(report).find((t) => t.name.startsWith(prefix));
+  if (!found) throw new Error(`no target ${prefix}`);
+  return found;
+}
+
+/** `fixture()` changed by `edit`. */
+function withEdit(edit: (r: CallBenchReport) => void): CallBenchReport {
+  const r = fixture();
+  edit(r);
+  return r;
+}
+
+describe('checkTargets', () => {
+  it('passes every target of a good run, with the capacity line informational', () => {
+    const targets = checkTargets(fixture());
+    expect(targets).toHaveLength(11);
+    expect(targets.slice(0, 10).map((t) => [t.name, t.pass])).toEqual(targets.slice(0, 10).map((t) => [t.name, true]));
+    expect(targets[10]).toEqual({ name: 'implied capacity at 60 % of 2 cores (informational)', limit: 'aim 1000 calls', measured: '231 calls', pass: null });
+  });
+
+  it.each([
+    ['barge-in reaction p95', (r: CallBenchReport, v: number) => (r.gateway.bargeInReaction.p95 = v), 150, 149, 151],
+    ['outbound pacing jitter p99', (r: CallBenchReport, v: number) => (r.gateway.framePacing.jitter.p99 = v), 5, 4.99, 5.01],
+    ['gateway event-loop delay p99', (r: CallBenchReport, v: number) => (r.gateway.process.eventLoopDelay.p99 = v), 20, 19.9, 20.1],
+    ['overhead per turn p50', (r: CallBenchReport, v: number) => (r.gateway.stages!.overhead.p50 = v), 10, 9.9, 10.1],
+    ['overhead per turn p99', (r: CallBenchReport, v: number) => (r.gateway.stages!.overhead.p99 = v), 30, 29, 31],
+    ['gateway RSS growth per call', (r: CallBenchReport, v: number) => (r.gateway.process.rssGrowthPerCallMb = v), 1, 0.99, 1.01],
+    ['gateway CPU per call-second', (r: CallBenchReport, v: number) => (r.cpuRatioToRelay = v), 2, 1.99, 2.01],
+  ])('%s passes at and under its limit and fails just over it', (name, set, limit, under, over) => {
+    expect(check(withEdit((r) => set(r, limit)), name).pass).toBe(true);
+    expect(check(withEdit((r) => set(r, under)), name).pass).toBe(true);
+    const failed = check(
+      withEdit((r) => set(r, over)),
+      name,
+    );
+    expect(failed.pass).toBe(false);
+    expect(failed.measured).toContain(String(over));
+  });
+
+  it('fails on one failed or one dropped call and says which', () => {
+    expect(check(withEdit((r) => (r.gateway.calls.dropped = 1)), 'failed calls')).toEqual({ name: 'failed calls', limit: '= 0', measured: '0 failed, 1 dropped of 200', pass: false });
+    expect(check(withEdit((r) => (r.gateway.calls.failed = 1)), 'failed calls').pass).toBe(false);
+  });
+
+  it('fails on one late frame at the callers or at the gateway pacer', () => {
+    expect(check(withEdit((r) => (r.gateway.framePacing.lateFramesAtCallers = 1)), 'late frames at the callers').pass).toBe(false);
+    expect(check(withEdit((r) => (r.gateway.framePacing.lateFramesAtGateway = 1)), 'late frames at the gateway').pass).toBe(false);
+    expect(check(withEdit((r) => (r.gateway.framePacing.lateFramesAtGateway = null)), 'late frames at the gateway')).toMatchObject({ measured: '-', pass: null });
+  });
+
+  it('leaves the CPU ratio unjudged (null) when the relay did not run', () => {
+    const r = withEdit((x) => {
+      x.relay = null;
+      x.cpuRatioToRelay = null;
+    });
+    expect(check(r, 'gateway CPU per call-second')).toEqual({ name: 'gateway CPU per call-second ÷ relay', limit: '<= 2x', measured: '-', pass: null });
+  });
+
+  it('computes the CPU ratio from both runs when the report left it null', () => {
+    const c = check(
+      withEdit((r) => {
+        r.cpuRatioToRelay = null;
+        r.relay!.process.cpuPerCallSecond = 0.0025;
+      }),
+      'gateway CPU per call-second',
+    );
+    expect(c).toMatchObject({ measured: '2.08', pass: false });
+  });
+
+  it('does not judge figures that have no samples', () => {
+    const r = withEdit((x) => {
+      x.gateway.stages = null;
+      x.gateway.bargeInReaction = none;
+      x.gateway.process.rssGrowthPerCallMb = null;
+      x.capacity.calls = null;
+    });
+    for (const name of ['overhead per turn p50', 'overhead per turn p99', 'barge-in reaction p95', 'gateway RSS growth per call', 'implied capacity']) {
+      expect(check(r, name)).toMatchObject({ measured: '-', pass: null });
+    }
+  });
+
+  it('does not judge barge-in reaction when the simulated STT had latency', () => {
+    const c = check(
+      withEdit((r) => {
+        r.settings.sttLatencyMs = 80;
+        r.gateway.bargeInReaction.p95 = 231;
+      }),
+      'barge-in',
+    );
+    expect(c.pass).toBeNull();
+    expect(c.measured).toBe('231.0 ms (STT latency 80 ms; target needs 0)');
+  });
+});
+
+describe('formatCallTable', () => {
+  it('prints the distributions, stages, pacing, both processes and the targets', () => {
+    const out = formatCallTable(fixture());
+    expect(out).toMatch(/turn latency \(speech end → agent audio\)\s+1000\s+640\.0\s+910\.0\s+1080\.0\s+1320\.0/);
+    expect(out).toMatch(/our overhead\s+1000\s+4\.2\s+9\.5\s+21\.4\s+27\.9/);
+    expect(out).toMatch(/relay\s+1204000\s+0\s+-\s+2\.80/);
+    expect(out).toMatch(/CPU ms per call-second\s+5\.200\s+3\.000/);
+    expect(out).toMatch(/barge-in reaction p95\s+<= 150 ms\s+138\.0 ms\s+PASS/);
+    expect(out).toMatch(/implied capacity .*231 calls\s+-$/m);
+    expect(out).toContain('result: OK');
+  });
+
+  it('prints FAIL, the first failures, and "-" for the relay when it did not run', () => {
+    const out = formatCallTable(
+      withEdit((r) => {
+        r.relay = null;
+        r.cpuRatioToRelay = null;
+        r.gateway.calls.dropped = 1;
+        r.gateway.failures = [{ callSid: 'CA01', kind: 'dropped', message: 'socket closed after turn 2' }];
+        r.ok = false;
+      }),
+    );
+    expect(out).toMatch(/failed calls\s+= 0\s+0 failed, 1 dropped of 200\s+FAIL/);
+    expect(out).toContain('gateway CA01 dropped: socket closed after turn 2');
+    expect(out).toMatch(/CPU ms per call-second\s+5\.200\s+-/);
+    expect(out).toContain('result: NOT OK');
+  });
+
+  it('shows the targets stored in the report rather than recomputing them', () => {
+    const out = formatCallTable(withEdit((r) => (r.targets = [{ name: 'stored target', limit: '<= 1', measured: '2', pass: false }])));
+    expect(out).toMatch(/stored target\s+<= 1\s+2\s+FAIL/);
+    expect(out).not.toContain('barge-in reaction p95');
+  });
+});
+
+describe('renderCallReportHtml', () => {
+  it('renders a well-formed self-contained page with every chart and the figures', () => {
+    const html = renderCallReportHtml(fixture());
+    expect(markupProblems(html)).toEqual([]);
+    expect(html).not.toMatch(/<script|<link|(src|href)=|url\(/);
+    // turn histogram, stages, overhead, barge-in, 2 x (gaps, jitter), CPU, calls, RSS, loop delay, CPU per call-s
+    expect(occurrences(html, '<svg')).toBe(13);
+    expect(occurrences(html, '</svg>')).toBe(13);
+    expect(html).not.toContain('no data');
+    expect(html).toContain('p95 &lt;= 150 ms');
+    expect(html).toContain('<td class="num">149.0</td>'); // barge-in p99 in its table
+    expect(occurrences(html, '<td class="pass">PASS</td>')).toBe(10);
+    expect(html).toContain('60 % of 2 cores');
+    expect(html).toContain('>5.2 ms<'); // gateway CPU per call-second bar label
+  });
+
+  it('colours a failed target and names it in the summary', () => {
+    const html = renderCallReportHtml(
+      withEdit((r) => {
+        r.gateway.bargeInReaction.p95 = 151;
+        r.ok = false;
+      }),
+    );
+    expect(html).toContain('<td class="fail">FAIL</td>');
+    expect(html).toContain('NOT OK: barge-in reaction p95.');
+  });
+
+  it('escapes names from the run: failure messages and the caller script', () => {
+    const html = renderCallReportHtml(
+      withEdit((r) => {
+        r.gateway.failures = [{ callSid: 'CA<1>', kind: 'protocol', message: '<script>alert("x")</script> & more' }];
+      }),
+    );
+    expect(markupProblems(html)).toEqual([]);
+    expect(html).not.toContain('<script>');
+    expect(html).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more');
+    expect(html).toContain('Eight o’clock &amp; by the window');
+  });
+
+  it('says there is no relay baseline instead of drawing its charts', () => {
+    const html = renderCallReportHtml(
+      withEdit((r) => {
+        r.relay = null;
+        r.cpuRatioToRelay = null;
+      }),
+    );
+    expect(markupProblems(html)).toEqual([]);
+    expect(occurrences(html, '<svg')).toBe(11);
+    expect(html).toContain('The bare relay did not run in this report');
+  });
+});
