@@ -111,6 +111,18 @@ export interface TargetRun {
   framePacing: FramePacing;
   process: ProcessFigures;
   durationSec: number;
+  /** What each caller process cost over this run (it must stay far from saturated, or the figures measure the generator). */
+  generator?: GeneratorFigures[];
+  /** Things a reader should know that have no field: barge-ins that got no `clear`, calls without a gateway end record, … */
+  notes?: string[];
+}
+
+/** One caller process over one target's run. */
+export interface GeneratorFigures {
+  /** CPU used over its run as a percentage of one core. */
+  cpuPercent: number;
+  /** Its event-loop delay p99 (beyond the 10 ms sampling period), ms. */
+  loopDelayP99Ms: number | null;
 }
 
 /** One checked target of the issue, e.g. "barge-in reaction p95 <= 150 ms". */

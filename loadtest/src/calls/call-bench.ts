@@ -1,0 +1,221 @@
+/**
+ * `pnpm bench:calls [-- --calls 200 --ramp-sec 20 --steady-sec 60 --workers 2 --no-relay
+ * --stt-latency-ms 0 --out <dir>]`: N simulated Twilio callers against a media gateway on
+ * the sandbox providers, then the same callers against a bare WebSocket relay.
+ *
+ * Processes: the provider simulators; the server under test (a fresh gateway, then a fresh
+ * relay); `--workers` caller processes sharing the calls. Calls start evenly over the ramp,
+ * each caller redials until the steady state ends, and a gateway call running then plays
+ * its script to the end (so every call has its turns and its barge-in); relay calls hang
+ * up at the end of the steady state. Loopback only; an overall time budget kills
+ * everything that overruns. Writes JSON and HTML to `--out`, prints the table, exits 0
+ * when every target that could be measured passed.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { parsePrometheusText } from '@vap/shared';
+import { loadOrExit } from '../config.js';
+import { machineInfo } from '../machine-info.js';
+import { reportFileName } from '../report.js';
+import { runBounded } from '../run-bounded.js';
+import { buildCallReport, medianCallMs, planSlots, targetRun, withTargets } from './aggregate.js';
+import { loadCallBenchConfig } from './call-config.js';
+import type { CallBenchConfig } from './call-config.js';
+import type { CallBenchReport, GeneratorFigures, TargetCheck, TargetRun } from './call-results.js';
+import { scriptForReport } from './call-script.js';
+import { formatCallSummary } from './call-summary.js';
+import { Child } from './child.js';
+import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, SimsStart, ToServer, ToWorker, WorkerMessage } from './ipc.js';
+import { epochNow } from './process-sampler.js';
+import type { LoopDelaySummary, RawSample } from './process-sampler.js';
+
+type Providers = { deepgram: ProviderAddress; openai: ProviderAddress; elevenlabs: ProviderAddress };
+
+/** A gateway call still running this long after its dial is hung up and counted failed, ms. */
+const CALL_TIMEOUT_MS = 120_000;
+/** Gaps between agent frames longer than this are pauses between utterances, not pacing, ms. */
+const UTTERANCE_BREAK_MS = 500;
+/** Relay calls last as long as the gateway's median call; this when the gateway completed none, ms. */
+const DEFAULT_RELAY_CALL_MS = 20_000;
+const SAMPLE_INTERVAL_MS = 1000;
+const START_TIMEOUT_MS = 60_000;
+/** Between the caller processes being ready and the first dial, ms. */
+const LEAD_MS = 500;
+/** How long to wait for the gateway's end records of calls the callers saw end, ms. */
+const END_RECORD_WAIT_MS = 10_000;
+
+const benchStartedAt = performance.now();
+
+function progress(message: string): void {
+  process.stderr.write(`[${((performance.now() - benchStartedAt) / 1000).toFixed(1).padStart(5)} s] ${message}\n`);
+}
+
+/** Everything started, so the shut-down can kill what is still running. */
+interface Started {
+  children: Set<{ kill(): Promise<void> }>;
+}
+
+function track<C extends { kill(): Promise<void> }>(started: Started, child: C): C {
+  started.children.add(child);
+  return child;
+}
+
+/** The report functions of call-report.ts, when that module is present (it is built alongside). */
+interface ReportFunctions {
+  formatCallTable?: (r: CallBenchReport) => string;
+  checkTargets?: (r: CallBenchReport) => TargetCheck[];
+  renderCallReportHtml?: (r: CallBenchReport) => string;
+}
+
+async function reportFunctions(): Promise<ReportFunctions> {
+  const spec = './call-report.js';
+  try {
+    return (await import(spec)) as ReportFunctions;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') return {};
+    throw err;
+  }
+}
+
+async function scrape(url: string | null): Promise<{ lateFrames: number; activeCalls: number } | null> {
+  if (!url) return null;
+  const res = await fetch(url);
+  if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}`);
+  const m = parsePrometheusText(await res.text());
+  return { lateFrames: m.value('vap_outbound_late_frames_total'), activeCalls: m.value('vap_active_calls') };
+}
+
+async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, providers: Providers, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[] }> {
+  const entry = new URL(target === 'gateway' ? './gateway-process.ts' : './relay-process.ts', import.meta.url);
+  const server = track(started, new Child<ToServer, ServerMessage>(target, entry));
+  const samples: RawSample[] = [];
+  const gatewayEnds = new Map<string, GatewayCallEnd>();
+  server.onMessage((m) => {
+    if (m.kind === 'sample') samples.push(m.sample);
+    else if (m.kind === 'callEnded') gatewayEnds.set(m.call.callSid, m.call);
+  });
+  server.send({ kind: 'start', target, providers: target === 'gateway' ? providers : null, sampleIntervalMs: SAMPLE_INTERVAL_MS });
+  const ready = await server.next('ready', START_TIMEOUT_MS);
+  const before = await scrape(ready.metricsUrl);
+
+  const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
+  await Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
+  const startAt = epochNow() + LEAD_MS;
+  const rampEndAt = startAt + config.rampSec * 1000;
+  const steadyEndAt = rampEndAt + config.steadySec * 1000;
+  server.send({ kind: 'window', fromAt: rampEndAt, toAt: steadyEndAt });
+
+  const records: CallRecord[] = [];
+  const generator: GeneratorFigures[] = [];
+  const shares = planSlots(config.calls, config.workers, startAt, config.rampSec * 1000);
+  const done = workers.map((w, i) => {
+    w.onMessage((m) => {
+      if (m.kind === 'call') records.push(m.record);
+    });
+    const finished = w.next('done', steadyEndAt - epochNow() + CALL_TIMEOUT_MS + 30_000);
+    w.send({
+      kind: 'run',
+      target,
+      streamUrl: ready.streamUrl,
+      agentId: ready.agentId,
+      tenantId: ready.tenantId,
+      deepgramUrl: target === 'gateway' ? providers.deepgram.url : null,
+      slots: shares[i]!,
+      steadyEndAt,
+      relayCallMs,
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      utteranceBreakMs: UTTERANCE_BREAK_MS,
+    });
+    return finished.then((m) => {
+      generator[i] = { cpuPercent: m.cpuPercent, loopDelayP99Ms: m.loopDelayP99Ms };
+    });
+  });
+  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s`);
+  const ticker = setInterval(() => {
+    const last = samples.at(-1);
+    const failed = records.filter((r) => r.failure).length;
+    progress(`${target}: ${Math.round((epochNow() - startAt) / 1000)} s, ${last?.activeCalls ?? '?'} calls active, ${records.length} ended (${failed} failed)`);
+  }, 5000);
+  try {
+    await Promise.all(done);
+  } finally {
+    clearInterval(ticker);
+  }
+  const finishedAt = epochNow();
+
+  if (target === 'gateway') {
+    const waitUntil = epochNow() + END_RECORD_WAIT_MS;
+    while (records.some((r) => r.connectedAt !== null && !gatewayEnds.has(r.callSid)) && epochNow() < waitUntil) await new Promise((r) => setTimeout(r, 100));
+  }
+  const after = await scrape(ready.metricsUrl);
+  server.send({ kind: 'stop' });
+  const stopped = await server.next('stopped', 30_000);
+  samples.push(stopped.lastSample);
+  await Promise.all([server.kill(), ...workers.map((w) => w.kill())]);
+
+  const run = targetRun({
+    target,
+    concurrentCalls: config.calls,
+    records,
+    gatewayEnds,
+    samples,
+    steadyLoopDelay: stopped.steadyLoopDelay as LoopDelaySummary,
+    lateFramesAtGateway: before && after ? after.lateFrames - before.lateFrames : null,
+    window: { startAt, rampEndAt, steadyEndAt, finishedAt },
+    utteranceBreakMs: UTTERANCE_BREAK_MS,
+    generator,
+  });
+  return { run, records };
+}
+
+async function bench(config: CallBenchConfig, started: Started): Promise<number> {
+  const startedAt = new Date();
+  progress('starting the provider simulators');
+  const sims = track(started, new Child<SimsStart, SimsMessage>('simulators', new URL('./sims-process.ts', import.meta.url)));
+  sims.send({ kind: 'start', sttLatencyMs: config.sttLatencyMs });
+  const providers = await sims.next('ready', START_TIMEOUT_MS);
+
+  const gateway = await runTarget(config, started, 'gateway', providers, 0);
+  let relay: TargetRun | null = null;
+  if (config.relay) {
+    const callMs = medianCallMs(gateway.records) ?? DEFAULT_RELAY_CALL_MS;
+    relay = (await runTarget(config, started, 'relay', providers, callMs)).run;
+  }
+  await sims.kill();
+
+  const fns = await reportFunctions();
+  const base = buildCallReport({
+    startedAt,
+    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, script: scriptForReport() },
+    machine: machineInfo(),
+    cores: os.availableParallelism(),
+    gateway: gateway.run,
+    relay,
+  });
+  const report = withTargets(base, fns.checkTargets?.(base) ?? []);
+
+  mkdirSync(config.outDir, { recursive: true });
+  const jsonFile = join(config.outDir, reportFileName(startedAt, 'calls'));
+  writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
+  const htmlFile = jsonFile.replace(/\.json$/, '.html');
+  if (fns.renderCallReportHtml) writeFileSync(htmlFile, fns.renderCallReportHtml(report));
+
+  process.stdout.write(`\n${fns.formatCallTable ? fns.formatCallTable(report) : formatCallSummary(report)}\n\n`);
+  process.stdout.write(`results written to ${jsonFile}${fns.renderCallReportHtml ? ` and ${htmlFile}` : ''}\n`);
+  process.stdout.write(`${report.ok ? 'OK' : 'NOT OK'}: ${report.gateway.calls.failed} failed gateway calls; ${report.targets.filter((t) => t.pass === false).length} of ${report.targets.length} targets missed\n`);
+  return report.ok ? 0 : 1;
+}
+
+async function main(): Promise<void> {
+  const config = loadOrExit(() => loadCallBenchConfig());
+  const started: Started = { children: new Set() };
+  const shutDown = async () => {
+    await Promise.all([...started.children].map((c) => c.kill()));
+  };
+  // Per target: start-up, ramp, steady, one call's drain, end records and stop.
+  const perTargetMs = START_TIMEOUT_MS * 2 + (config.rampSec + config.steadySec) * 1000 + CALL_TIMEOUT_MS + END_RECORD_WAIT_MS + 60_000;
+  await runBounded({ budgetMs: START_TIMEOUT_MS + perTargetMs * (config.relay ? 2 : 1), run: () => bench(config, started), shutDown });
+}
+
+void main();

@@ -1,0 +1,76 @@
+/**
+ * The command line of `pnpm bench:calls`, parsed once at start (STYLE.md §7). Only the
+ * command line: the benchmark reads no environment.
+ */
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { BenchConfigError } from '../config.js';
+
+export interface CallBenchConfig {
+  /** Concurrent calls held in the steady state (`--calls`, default 50). */
+  calls: number;
+  /** Calls start evenly over this many seconds (`--ramp-sec`, default 10). */
+  rampSec: number;
+  /** All calls held this long after the ramp (`--steady-sec`, default 30). */
+  steadySec: number;
+  /** Caller processes (`--workers`, default 2). */
+  workers: number;
+  /** Run the bare relay baseline after the gateway (default true; `--no-relay`). */
+  relay: boolean;
+  /** Latency of the simulated STT's results (`--stt-latency-ms`, default 0). */
+  sttLatencyMs: number;
+  /** Where the JSON and HTML reports go (`--out`, default loadtest/results). */
+  outDir: string;
+}
+
+export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>]';
+
+/** Bounds keep a run bounded in count and time (two targets of at most ramp + steady + a call's drain each). */
+export const CALL_BENCH_LIMITS = { calls: 1000, rampSec: 300, steadySec: 600, workers: 16, sttLatencyMs: 5000 } as const;
+
+const DEFAULT_OUT_DIR = fileURLToPath(new URL('../../results/', import.meta.url));
+
+function intIn(raw: string | undefined, name: string, def: number, min: number, max: number, problems: string[]): number {
+  if (raw === undefined) return def;
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isInteger(n) || n < min || n > max) {
+    problems.push(`${name}: must be an integer from ${min} to ${max} (got "${raw}")`);
+    return def;
+  }
+  return n;
+}
+
+/** Reads the options, listing every problem at once ({@link BenchConfigError}). */
+export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): CallBenchConfig {
+  // `pnpm bench:calls -- --calls 5` may hand a bare `--` through.
+  const args = argv.filter((a) => a !== '--');
+  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string };
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        calls: { type: 'string' },
+        'ramp-sec': { type: 'string' },
+        'steady-sec': { type: 'string' },
+        workers: { type: 'string' },
+        'no-relay': { type: 'boolean' },
+        'stt-latency-ms': { type: 'string' },
+        out: { type: 'string' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    throw new BenchConfigError([err instanceof Error ? err.message : String(err), USAGE]);
+  }
+  const problems: string[] = [];
+  const L = CALL_BENCH_LIMITS;
+  const calls = intIn(values.calls, '--calls', 50, 1, L.calls, problems);
+  const rampSec = intIn(values['ramp-sec'], '--ramp-sec', 10, 0, L.rampSec, problems);
+  const steadySec = intIn(values['steady-sec'], '--steady-sec', 30, 1, L.steadySec, problems);
+  const workers = intIn(values.workers, '--workers', 2, 1, L.workers, problems);
+  const sttLatencyMs = intIn(values['stt-latency-ms'], '--stt-latency-ms', 0, 0, L.sttLatencyMs, problems);
+  if (values.out !== undefined && values.out.trim() === '') problems.push('--out: must be a directory path');
+  if (problems.length > 0) throw new BenchConfigError(problems);
+  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR });
+}

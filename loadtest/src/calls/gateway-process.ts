@@ -1,0 +1,108 @@
+/**
+ * Entry of the gateway-under-test process of `pnpm bench:calls`: a real media gateway
+ * (`startMediaGateway`) whose providers are the simulators process (keys and base URLs, as
+ * a deployment would point at real APIs), an in-process bus, and a stand-in control plane
+ * answering `callPrepare` for the bench agent. Each call's end record (status, end reason,
+ * per-turn latency breakdown) goes to the parent; so does a sample of the process every
+ * interval. Logs are silent and nothing is recorded.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { InProcessBus, SUBJECTS, agentConfigSchema, newId } from '@vap/shared';
+import type { AgentConfig, Bus, BusSubscription } from '@vap/shared';
+import { loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
+import type { MediaGateway } from '@vap/media-gateway';
+import { GREET } from './call-script.js';
+import type { ServerMessage, ServerStart, ToServer } from './ipc.js';
+import { ProcessSampler } from './process-sampler.js';
+import { TWILIO_STREAM_PATH } from './relay-server.js';
+
+const send = (m: ServerMessage) => process.send!(m);
+
+/** The Harbour Bistro host on the sandbox providers, default interruption settings (medium), no recording. */
+export function benchAgent(): AgentConfig {
+  return agentConfigSchema.parse({
+    name: 'Bench agent',
+    persona: { name: 'Ava', role: 'host at Harbour Bistro' },
+    voice: { provider: 'elevenlabs', voiceId: 'voice-ava' },
+    llm: { provider: 'openai', model: 'gpt-4o-mini' },
+    transcription: { provider: 'deepgram', language: 'en-US' },
+    systemPromptTemplate: 'You take bookings for Harbour Bistro.',
+    firstMessage: GREET,
+    endpointing: { provider: 'vad', silenceDurationMs: 500, utteranceEndMs: 1000 },
+  });
+}
+
+/** Answers `callPrepare` as the control plane would for one agent: a new conversation per call. */
+function standInControlPlane(bus: Bus, agentId: string, config: AgentConfig, conversations: Map<string, string>): BusSubscription {
+  return bus.respond('callPrepare', async (req) => {
+    if (req.agentId !== agentId) return { ok: false, code: 'agent-not-found', message: 'unknown agent' };
+    const conversationId = newId('conv');
+    conversations.set(conversationId, req.callSid);
+    return { ok: true, conversationId, startedAt: new Date().toISOString(), agent: { id: agentId, tenantId: req.tenantId, version: 1, config, llmApiKey: null }, caller: { phoneNumber: req.from, country: 'US' } };
+  });
+}
+
+async function start(opts: ServerStart): Promise<void> {
+  const p = opts.providers;
+  if (!p) throw new Error('the gateway needs the simulators\' addresses');
+  const dataDir = mkdtempSync(join(tmpdir(), 'vap-bench-gw-'));
+  const config = loadGatewayConfig({
+    GATEWAY_HOST: '127.0.0.1',
+    GATEWAY_PORT: '0',
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    DEEPGRAM_API_KEY: p.deepgram.apiKey,
+    DEEPGRAM_BASE_URL: p.deepgram.url,
+    OPENAI_API_KEY: p.openai.apiKey,
+    OPENAI_BASE_URL: p.openai.url,
+    ELEVENLABS_API_KEY: p.elevenlabs.apiKey,
+    ELEVENLABS_BASE_URL: p.elevenlabs.url,
+  });
+  const bus = new InProcessBus();
+  const agentId = newId('agt');
+  const tenantId = newId('ten');
+  const conversations = new Map<string, string>();
+  const subs: BusSubscription[] = [
+    standInControlPlane(bus, agentId, benchAgent(), conversations),
+    bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => {
+      const callSid = conversations.get(payload.conversationId);
+      if (callSid === undefined) return;
+      conversations.delete(payload.conversationId);
+      send({ kind: 'callEnded', call: { callSid, status: payload.status, endReason: payload.endReason, turnMetrics: payload.turnMetrics } });
+    }),
+  ];
+  const gateway: MediaGateway = await startMediaGateway(config, { bus, logger: pino({ level: 'silent' }) });
+  const sampler = new ProcessSampler({ intervalMs: opts.sampleIntervalMs, activeCalls: () => gateway.sessions?.activeCalls ?? 0, onSample: (sample) => send({ kind: 'sample', sample }) });
+
+  let closing = false;
+  const close = async (report: boolean) => {
+    if (closing) return;
+    closing = true;
+    const lastSample = sampler.sample();
+    const steadyLoopDelay = sampler.windowDelay();
+    sampler.stop();
+    await gateway.close();
+    await Promise.all(subs.map((s) => s.close()));
+    await bus.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    if (report && process.connected) process.send!({ kind: 'stopped', steadyLoopDelay, lastSample } satisfies ServerMessage, () => process.exit(0));
+    else process.exit(0);
+  };
+  process.on('message', (m: ToServer) => {
+    if (m.kind === 'window') sampler.window(m.fromAt, m.toAt);
+    else if (m.kind === 'stop') void close(true);
+  });
+  process.once('SIGTERM', () => void close(false));
+  process.once('disconnect', () => void close(false));
+  send({ kind: 'ready', streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId });
+}
+
+process.once('message', (m: ServerStart) => {
+  start(m).catch((err: unknown) => {
+    send({ kind: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    process.exit(1);
+  });
+});
