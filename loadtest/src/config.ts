@@ -1,13 +1,29 @@
 import { parseArgs } from 'node:util';
 
+/** Which runs `pnpm bench:api` makes (`--scenario`). */
+export const API_SCENARIOS = ['get-by-id', 'create', 'mixed', 'all'] as const;
+export type ApiScenarioName = (typeof API_SCENARIOS)[number];
+
 /** What one run of the API benchmark does; parsed once at start (STYLE.md §7). */
 export interface BenchConfig {
+  /** `--scenario`: one scenario or all (default). */
+  scenario: ApiScenarioName;
   /** Measured run per scenario, in seconds (`--duration`, else BENCH_DURATION_SECONDS, else 10). */
   durationSec: number;
-  /** Discarded warm-up run before each measured run, in seconds. */
+  /** Discarded warm-up run before each measured run, in seconds (`--warmup`, default 2; 0 skips it). */
   warmupSec: number;
-  /** Concurrent HTTP connections of the load generator (`--connections`, default 10). */
+  /** Concurrent HTTP connections of the closed-loop scenarios (`--connections`, default 10). */
   connections: number;
+  /** Overall rate of the open-loop mixed scenario, req/s (`--rate`, default 1000). */
+  ratePerSec: number;
+  /**
+   * Connections and phases of the open loop, derived from the rate: one connection per
+   * {@link OPEN_LOOP_RATE_PER_CONNECTION} req/s, so a connection keeps up while its answers
+   * take under 200 ms, spread over up to {@link MAX_PHASES} phases (see `LoadSpec.phases`).
+   */
+  openLoop: { connections: number; phases: number };
+  /** Where the JSON (and HTML) report goes (`--results-dir`); undefined: `loadtest/results/`. */
+  resultsDir: string | undefined;
   /**
    * A Postgres server to create the bench database on (DATABASE_URL); unset means an
    * embedded Postgres in a temporary directory.
@@ -22,10 +38,16 @@ export class BenchConfigError extends Error {
   }
 }
 
-// Upper bounds keep a run bounded in time: 2 scenarios x 2 targets x (warm-up + duration).
+// Upper bounds keep a run bounded in time: 3 scenarios x 2 targets x (warm-up + duration).
 const MAX_DURATION_SEC = 300;
+const MAX_WARMUP_SEC = 60;
 const MAX_CONNECTIONS = 1000;
+const MAX_RATE = 20_000;
 const WARMUP_SEC = 2;
+/** req/s each open-loop connection is asked for (below 1000 / this many connections cap it). */
+export const OPEN_LOOP_RATE_PER_CONNECTION = 5;
+/** autocannon instances of an open loop at most: a burst every 25 ms. */
+export const MAX_PHASES = 40;
 
 function intIn(raw: string | undefined, name: string, def: number, min: number, max: number, problems: string[]): number {
   if (raw === undefined || raw.trim() === '') return def;
@@ -37,27 +59,45 @@ function intIn(raw: string | undefined, name: string, def: number, min: number, 
   return n;
 }
 
+/** Connections and phases for an open loop at `rate` req/s (see {@link BenchConfig.openLoop}). */
+export function openLoopShape(rate: number): { connections: number; phases: number } {
+  const connections = Math.min(MAX_CONNECTIONS, Math.max(1, Math.ceil(rate / OPEN_LOOP_RATE_PER_CONNECTION)));
+  return { connections, phases: Math.min(MAX_PHASES, connections) };
+}
+
 /**
- * Reads the command line (`--duration <s>`, `--connections <n>`) and the environment
- * (BENCH_DURATION_SECONDS, DATABASE_URL), listing every problem at once.
+ * Reads the command line (`--scenario`, `--duration <s>`, `--warmup <s>`, `--connections <n>`,
+ * `--rate <req/s>`, `--results-dir <dir>`) and the environment (BENCH_DURATION_SECONDS,
+ * DATABASE_URL), listing every problem at once.
  */
 export function loadBenchConfig(argv: string[] = process.argv.slice(2), env: Record<string, string | undefined> = process.env): BenchConfig {
   // `pnpm bench:api -- --duration 5` may hand a bare `--` through; parseArgs would take it
   // as the end of options and ignore everything after it.
   const args = argv.filter((a) => a !== '--');
-  let values: { duration?: string; connections?: string };
+  let values: { scenario?: string; duration?: string; warmup?: string; connections?: string; rate?: string; 'results-dir'?: string };
   try {
-    ({ values } = parseArgs({ args, options: { duration: { type: 'string' }, connections: { type: 'string' } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args,
+      options: { scenario: { type: 'string' }, duration: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' }, rate: { type: 'string' }, 'results-dir': { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (err) {
     throw new BenchConfigError([err instanceof Error ? err.message : String(err)]);
   }
   const problems: string[] = [];
+  const scenario = (values.scenario ?? 'all') as ApiScenarioName;
+  if (!API_SCENARIOS.includes(scenario)) problems.push(`--scenario: must be one of ${API_SCENARIOS.join(', ')} (got "${values.scenario}")`);
   const durationSec = intIn(values.duration ?? env.BENCH_DURATION_SECONDS, values.duration !== undefined ? '--duration' : 'BENCH_DURATION_SECONDS', 10, 1, MAX_DURATION_SEC, problems);
+  const warmupSec = intIn(values.warmup, '--warmup', WARMUP_SEC, 0, MAX_WARMUP_SEC, problems);
   const connections = intIn(values.connections, '--connections', 10, 1, MAX_CONNECTIONS, problems);
+  const ratePerSec = intIn(values.rate, '--rate', 1000, 1, MAX_RATE, problems);
+  const resultsDir = values['results-dir'];
+  if (resultsDir !== undefined && resultsDir.trim() === '') problems.push('--results-dir: must not be empty');
   const serverDatabaseUrl = env.DATABASE_URL?.trim() || undefined;
   if (serverDatabaseUrl !== undefined && !URL.canParse(serverDatabaseUrl)) problems.push('DATABASE_URL: must be a postgres:// URL');
   if (problems.length > 0) throw new BenchConfigError(problems);
-  return Object.freeze({ durationSec, warmupSec: WARMUP_SEC, connections, serverDatabaseUrl });
+  return Object.freeze({ scenario, durationSec, warmupSec, connections, ratePerSec, openLoop: openLoopShape(ratePerSec), resultsDir, serverDatabaseUrl });
 }
 
 /** What one run of the webhook benchmark does; parsed once at start (STYLE.md §7). */

@@ -1,2 +1,2 @@
-export { buildReport, compare, failuresOf, figuresFrom, formatTable, quantile, reportFileName, summariseLatencies, tableRows } from './report.js';
-export type { BenchReport, Comparison, LatencySummary, LoadResult, MachineInfo, ScenarioFigures } from './report.js';
+export { API_TARGETS, buildReport, checkApiTargets, compare, failuresOf, figuresFrom, formatMixTable, formatTable, formatTargets, mergeResults, quantile, reportFileName, summariseLatencies, tableRows } from './report.js';
+export type { ApiScenario, BenchReport, Comparison, LatencySummary, LoadResult, MachineInfo, MixRequestFigures, OpenLoopSection, ScenarioFigures } from './report.js';

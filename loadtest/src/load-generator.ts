@@ -2,32 +2,62 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LatencySummary, LoadResult } from './report.js';
 
-/** One load run: what to send, for how long, over how many connections. */
+/** One kind of request a load run sends. */
+export interface RequestSpec {
+  /** Names the request in per-request figures, e.g. `GET /agents/{id}`. */
+  label: string;
+  kind: 'read' | 'write';
+  method: 'GET' | 'POST' | 'PATCH';
+  /**
+   * Path with query. With several, each request of this kind takes the next in turn (one
+   * counter per load process), e.g. to spread reads and updates over several agents.
+   */
+  paths: string[];
+  headers?: Record<string, string>;
+  /** JSON body. */
+  body?: Record<string, unknown>;
+  /** When set, every request's `body.name` is `<uniqueNamePrefix> <n>` with n counting up (agent names are unique per tenant). */
+  uniqueNamePrefix?: string;
+}
+
+/** One load run: what to send, for how long, over how many connections, closed or open loop. */
 export interface LoadSpec {
   /** Origin, e.g. http://127.0.0.1:41234 (loopback only). */
   origin: string;
-  method: 'GET' | 'POST';
-  path: string;
-  headers?: Record<string, string>;
-  /** JSON body sent with every request. */
-  body?: Record<string, unknown>;
-  /** When set, every request's `body.name` is `<uniqueNamePrefix> <n>` with n counting up. */
-  uniqueNamePrefix?: string;
+  /** The sequence every connection cycles through, in order (autocannon's `requests`). */
+  requests: RequestSpec[];
   durationSec: number;
+  /** Connections over all phases. */
   connections: number;
+  /**
+   * Open loop: the overall rate in req/s over all connections (autocannon's
+   * `overallRate`). Unset: closed loop, each connection sends as soon as it has its answer.
+   */
+  overallRate?: number;
+  /**
+   * Open loop only: autocannon instances started evenly over one second, each with its
+   * share of the connections and the rate (default 1). autocannon's rate limit lets a
+   * connection send its whole per-second quota back to back when its second starts, and
+   * all connections of one instance start together, so one instance delivers the rate
+   * as one burst a second; `phases` instances spread it into that many smaller bursts.
+   */
+  phases?: number;
 }
 
 /** What the load process reports back. */
 export interface LoadOutcome {
+  /** autocannon's result (merged over the phases). */
   result: LoadResult;
   /** Percentiles of the 2xx latencies at sub-millisecond resolution. */
   latency: LatencySummary;
+  /** The same per request label, in the order the labels first appear in `requests`. */
+  byLabel: Array<{ label: string; latency: LatencySummary }>;
 }
 
 /** Messages from the load process to its parent. */
 export type LoadMessage = { kind: 'done'; outcome: LoadOutcome } | { kind: 'failed'; message: string };
 
-// Grace beyond the run itself for process start, connection set-up and the last responses.
+// Grace beyond the run itself for process start, connection set-up, the phases' staggered start and the last responses.
 const GRACE_MS = 30_000;
 
 /**
@@ -39,6 +69,7 @@ const GRACE_MS = 30_000;
 export function runLoad(spec: LoadSpec): Promise<LoadOutcome> {
   const entry = fileURLToPath(new URL('./load-worker.ts', import.meta.url));
   const child = fork(entry, [], { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const what = spec.requests.map((r) => r.label).join(', ');
   return new Promise<LoadOutcome>((resolve, reject) => {
     let settled = false;
     const finish = (err: Error | null, outcome?: LoadOutcome) => {
@@ -49,10 +80,40 @@ export function runLoad(spec: LoadSpec): Promise<LoadOutcome> {
       if (err) reject(err);
       else resolve(outcome!);
     };
-    const timer = setTimeout(() => finish(new Error(`load run ${spec.method} ${spec.path} overran ${spec.durationSec} s by ${GRACE_MS / 1000} s`)), spec.durationSec * 1000 + GRACE_MS);
+    const timer = setTimeout(() => finish(new Error(`load run ${what} overran ${spec.durationSec} s by ${GRACE_MS / 1000} s`)), spec.durationSec * 1000 + GRACE_MS);
     child.on('message', (m: LoadMessage) => (m.kind === 'done' ? finish(null, m.outcome) : finish(new Error(`load run failed: ${m.message}`))));
     child.on('error', (err) => finish(err));
     child.on('exit', (code, signal) => finish(new Error(`load process exited (${signal ?? code}) before reporting`)));
     child.send(spec);
   });
+}
+
+/** One autocannon instance of a run: when it starts (ms after the first), its connections and its rate (req/s; undefined in closed loop). */
+export interface PhasePlan {
+  startMs: number;
+  connections: number;
+  overallRate: number | undefined;
+}
+
+/** `total` split into `parts` integers that differ by at most one, the larger first. */
+function share(total: number, parts: number, i: number): number {
+  return Math.floor(total / parts) + (i < total % parts ? 1 : 0);
+}
+
+/**
+ * How a run is spread over autocannon instances: one for a closed loop; `phases` for an
+ * open loop, started `1000 / phases` ms apart, each with its share of the connections
+ * and of the rate. Throws when a phase would get no connection, or fewer req/s than
+ * connections (autocannon would then drop connections and the rate per phase would not hold).
+ */
+export function phasePlan(spec: Pick<LoadSpec, 'connections' | 'overallRate' | 'phases'>): PhasePlan[] {
+  if (spec.overallRate === undefined) return [{ startMs: 0, connections: spec.connections, overallRate: undefined }];
+  const phases = spec.phases ?? 1;
+  if (!Number.isInteger(phases) || phases < 1 || phases > spec.connections) throw new Error(`phases must be an integer from 1 to the connection count ${spec.connections} (got ${phases})`);
+  if (spec.overallRate < spec.connections) throw new Error(`an open loop needs at least one req/s per connection (rate ${spec.overallRate}, ${spec.connections} connections)`);
+  return Array.from({ length: phases }, (_, i) => ({
+    startMs: Math.round((i * 1000) / phases),
+    connections: share(spec.connections, phases, i),
+    overallRate: share(spec.overallRate!, phases, i),
+  }));
 }

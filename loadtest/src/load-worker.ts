@@ -1,38 +1,82 @@
 /**
  * Entry of the load process forked by {@link runLoad}: receives one {@link LoadSpec},
- * runs autocannon, reports a {@link LoadMessage} and exits.
+ * runs autocannon (one instance per phase), reports a {@link LoadMessage} and exits.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
-import type { LoadMessage, LoadSpec } from './load-generator.js';
-import { summariseLatencies } from './report.js';
+import { phasePlan } from './load-generator.js';
+import type { LoadMessage, LoadSpec, RequestSpec } from './load-generator.js';
+import { mergeResults, summariseLatencies } from './report.js';
+import type { LoadResult } from './report.js';
 
-function requestsOf(spec: LoadSpec): autocannon.Request[] {
-  const headers = { ...(spec.body ? { 'content-type': 'application/json' } : {}), ...spec.headers };
-  const base: autocannon.Request = { method: spec.method, path: spec.path, headers };
-  if (!spec.body) return [base];
-  const body = spec.body;
-  const prefix = spec.uniqueNamePrefix;
-  if (prefix === undefined) return [{ ...base, body: JSON.stringify(body) }];
-  let n = 0;
-  // Agent names are unique per tenant, so each create needs its own.
-  return [{ ...base, setupRequest: (req) => ({ ...req, body: JSON.stringify({ ...body, name: `${prefix} ${++n}` }) }) }];
+/** autocannon's client as far as we read it: the index of the request just answered (pipelining 1). */
+interface ClientView {
+  requestIterator?: { currentRequestIndex?: number };
 }
 
-function run(spec: LoadSpec): Promise<LoadMessage> {
-  return new Promise((resolve) => {
-    const latenciesMs: number[] = [];
-    const instance = autocannon(
-      { url: spec.origin, duration: spec.durationSec, connections: spec.connections, timeout: 10, requests: requestsOf(spec) },
-      (err: unknown, result) => {
-        if (err) resolve({ kind: 'failed', message: err instanceof Error ? err.message : String(err) });
-        else resolve({ kind: 'done', outcome: { result, latency: summariseLatencies(latenciesMs) } });
+/**
+ * autocannon requests for one instance. Counters live in the process, shared by every
+ * connection and phase: one per position for rotating paths, one for unique names.
+ */
+function requestsOf(requests: RequestSpec[], counters: { paths: number[]; names: { n: number } }): autocannon.Request[] {
+  return requests.map((r, i) => {
+    const headers = { ...(r.body ? { 'content-type': 'application/json' } : {}), ...r.headers };
+    const base: autocannon.Request = { method: r.method, path: r.paths[0]!, headers, ...(r.body ? { body: JSON.stringify(r.body) } : {}) };
+    if (r.paths.length === 1 && r.uniqueNamePrefix === undefined) return base;
+    const { body, paths, uniqueNamePrefix: prefix } = r;
+    return {
+      ...base,
+      setupRequest: (req) => {
+        const k = counters.paths[i]!++;
+        const named = body && prefix !== undefined ? { body: JSON.stringify({ ...body, name: `${prefix} ${++counters.names.n}` }) } : {};
+        return { ...req, path: paths[k % paths.length]!, ...named };
       },
+    };
+  });
+}
+
+function runInstance(spec: LoadSpec, requests: autocannon.Request[], connections: number, overallRate: number | undefined, onLatency: (index: number, ms: number) => void): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      { url: spec.origin, duration: spec.durationSec, connections, timeout: 10, requests, ...(overallRate !== undefined ? { overallRate } : {}) },
+      (err: unknown, result) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result)),
     );
     // Same rule as autocannon's histogram: only 2xx latencies count.
-    instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {
-      if (statusCode >= 200 && statusCode < 300) latenciesMs.push(responseTimeMs);
+    instance.on('response', (client, statusCode, _bytes, responseTimeMs) => {
+      if (statusCode >= 200 && statusCode < 300) onLatency((client as unknown as ClientView).requestIterator?.currentRequestIndex ?? -1, responseTimeMs);
     });
   });
+}
+
+async function run(spec: LoadSpec): Promise<LoadMessage> {
+  try {
+    const plan = phasePlan(spec);
+    const labels = [...new Set(spec.requests.map((r) => r.label))];
+    const all: number[] = [];
+    const perLabel = new Map<string, number[]>(labels.map((l) => [l, []]));
+    const onLatency = (index: number, ms: number) => {
+      all.push(ms);
+      const label = spec.requests[index]?.label;
+      if (label !== undefined) perLabel.get(label)!.push(ms);
+    };
+    const counters = { paths: spec.requests.map(() => 0), names: { n: 0 } };
+    const results = await Promise.all(
+      plan.map(async (phase) => {
+        if (phase.startMs > 0) await sleep(phase.startMs);
+        return runInstance(spec, requestsOf(spec.requests, counters), phase.connections, phase.overallRate, onLatency);
+      }),
+    );
+    return {
+      kind: 'done',
+      outcome: {
+        result: mergeResults(results),
+        latency: summariseLatencies(all),
+        byLabel: labels.map((label) => ({ label, latency: summariseLatencies(perLabel.get(label)!) })),
+      },
+    };
+  } catch (err) {
+    return { kind: 'failed', message: err instanceof Error ? err.message : String(err) };
+  }
 }
 
 process.once('message', (spec: LoadSpec) => {

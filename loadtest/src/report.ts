@@ -1,12 +1,15 @@
 import type autocannon from 'autocannon';
+import type { TargetCheck } from './calls/call-results.js';
 
 /** The parts of an autocannon result the report reads. */
 export type LoadResult = Pick<autocannon.Result, 'requests' | 'latency' | 'non2xx' | 'errors' | 'timeouts' | 'duration'>;
 
-/** Latency percentiles in milliseconds. */
+/** Latency percentiles in milliseconds (nearest rank). */
 export interface LatencySummary {
   p50Ms: number;
+  p95Ms: number;
   p99Ms: number;
+  maxMs: number;
   /** How many latencies they were computed from. */
   samples: number;
 }
@@ -18,7 +21,9 @@ export interface ScenarioFigures {
   /** Mean of the per-second request counts autocannon sampled. */
   requestsPerSec: number;
   latencyP50Ms: number;
+  latencyP95Ms: number;
   latencyP99Ms: number;
+  latencyMaxMs: number;
   /** Responses with a status outside 200-299. */
   non2xx: number;
   /** Connection errors, timeouts included. */
@@ -48,14 +53,67 @@ export interface MachineInfo {
   arch: string;
 }
 
+/** Which runs `pnpm bench:api` makes (`--scenario`). */
+export type ApiScenario = 'get-by-id' | 'create' | 'mixed' | 'all';
+
+/** One kind of request of the open-loop mix with the latencies of its 2xx answers. */
+export interface MixRequestFigures {
+  /** e.g. `GET /agents/{id}`. */
+  label: string;
+  kind: 'read' | 'write';
+  latency: LatencySummary;
+}
+
+/**
+ * The open-loop mixed scenario: autocannon holds a fixed overall rate against the
+ * platform, then against bare Fastify routes answering the same paths.
+ */
+export interface OpenLoopSection {
+  scenario: 'mixed';
+  /** The overall rate asked for, req/s (`--rate`). */
+  requestedRatePerSec: number;
+  /** Connections over all load instances. */
+  connections: number;
+  /** autocannon instances started evenly over one second, so the rate does not arrive as one burst a second. */
+  phases: number;
+  /** API keys the requests rotate over (created through `POST /api-keys`). */
+  apiKeys: number;
+  /** The labels each connection cycles through, in order. */
+  sequence: string[];
+  /** Reads in `sequence` ÷ its length (0.8). */
+  readShare: number;
+  /** Platform and bare figures; `requestsPerSec` is the achieved rate. */
+  comparison: Comparison;
+  /** Achieved ÷ requested rate. */
+  achievedShare: { platform: number; bare: number };
+  /** Latencies per kind of request, platform then bare. */
+  byRequest: { platform: MixRequestFigures[]; bare: MixRequestFigures[] };
+}
+
 /** What `results/*.json` holds. */
 export interface BenchReport {
   kind: 'api-bench';
   startedAt: string;
-  settings: { durationSec: number; warmupSec: number; connections: number; database: 'external' | 'embedded' };
+  settings: {
+    scenario: ApiScenario;
+    durationSec: number;
+    warmupSec: number;
+    /** Connections of the closed-loop scenarios (get-by-id, create). */
+    connections: number;
+    /** Requested overall rate of the open-loop scenario, req/s. */
+    ratePerSec: number;
+    database: 'external' | 'embedded';
+  };
   machine: MachineInfo;
+  /** Closed-loop scenarios (get-by-id, create) that ran. */
   comparisons: Comparison[];
+  /** The open-loop mixed scenario; null when it did not run. */
+  openLoop: OpenLoopSection | null;
+  /** The issue's control-plane targets; `pass` null for a target whose scenario did not run. */
+  targets: TargetCheck[];
+  /** Why the figures cannot be trusted (errors, non-2xx, nothing served). */
   failures: string[];
+  /** No failures (targets are reported, not part of `ok`). */
   ok: boolean;
 }
 
@@ -71,18 +129,49 @@ export function quantile(sorted: ArrayLike<number>, q: number): number {
 }
 
 /**
- * p50 and p99 of raw latencies in ms. autocannon's own histogram keeps whole
+ * Percentiles of raw latencies in ms. autocannon's own histogram keeps whole
  * milliseconds, which makes a sub-millisecond bare route read 0 ms and its ratio
  * meaningless, so the load generator keeps every latency and summarises them here.
  */
 export function summariseLatencies(latenciesMs: ArrayLike<number>): LatencySummary {
   const sorted = Float64Array.from(latenciesMs).sort();
-  return { p50Ms: quantile(sorted, 0.5), p99Ms: quantile(sorted, 0.99), samples: sorted.length };
+  return {
+    p50Ms: quantile(sorted, 0.5),
+    p95Ms: quantile(sorted, 0.95),
+    p99Ms: quantile(sorted, 0.99),
+    maxMs: quantile(sorted, 1),
+    samples: sorted.length,
+  };
+}
+
+/**
+ * One result for several autocannon instances that ran side by side for the same
+ * duration (the open-loop phases): counts and per-second averages add up, the duration
+ * is the longest. The whole-millisecond latency histogram cannot be merged, so its p50
+ * and p99 are the worst instance's (only a fallback, see {@link figuresFrom}).
+ */
+export function mergeResults(results: LoadResult[]): LoadResult {
+  const first = results[0];
+  if (!first) throw new Error('mergeResults needs at least one result');
+  const sum = (f: (r: LoadResult) => number) => results.reduce((acc, r) => acc + f(r), 0);
+  const max = (f: (r: LoadResult) => number) => Math.max(...results.map(f));
+  return {
+    requests: { ...first.requests, average: sum((r) => r.requests.average), mean: sum((r) => r.requests.mean), total: sum((r) => r.requests.total), sent: sum((r) => r.requests.sent) },
+    latency: { ...first.latency, p50: max((r) => r.latency.p50), p99: max((r) => r.latency.p99), max: max((r) => r.latency.max) },
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+    duration: max((r) => r.duration),
+  };
 }
 
 /**
  * The figures of one run. Latencies come from `latency` when given (sub-millisecond,
- * see {@link summariseLatencies}), otherwise from autocannon's whole-millisecond histogram.
+ * see {@link summariseLatencies}), otherwise from autocannon's whole-millisecond histogram
+ * (which has no p95: its p97.5 stands in, an upper bound). `requestsPerSec` is the mean
+ * of autocannon's per-second samples (summed over open-loop phases, see {@link mergeResults}),
+ * not completed ÷ duration: autocannon's duration runs on to its next 1 s sampling tick
+ * after the stop, so it reads up to a second long.
  */
 export function figuresFrom(scenario: string, target: ScenarioFigures['target'], result: LoadResult, latency?: LatencySummary): ScenarioFigures {
   const precise = latency && latency.samples > 0 ? latency : undefined;
@@ -91,7 +180,9 @@ export function figuresFrom(scenario: string, target: ScenarioFigures['target'],
     target,
     requestsPerSec: result.requests.average,
     latencyP50Ms: precise ? precise.p50Ms : result.latency.p50,
+    latencyP95Ms: precise ? precise.p95Ms : result.latency.p97_5,
     latencyP99Ms: precise ? precise.p99Ms : result.latency.p99,
+    latencyMaxMs: precise ? precise.maxMs : result.latency.max,
     non2xx: result.non2xx,
     errors: result.errors,
     timeouts: result.timeouts,
@@ -132,12 +223,63 @@ export function failuresOf(comparisons: Comparison[]): string[] {
   return out;
 }
 
+/** The issue's limits for the control plane. */
+export const API_TARGETS = {
+  /** GET agent by id: platform req/s at least this share of bare Fastify's. */
+  getByIdMinRatio: 0.3,
+  /** Open-loop mixed traffic: p99 at most this, in ms. */
+  mixedMaxP99Ms: 25,
+  /** The achieved rate within this share of the requested one. */
+  rateTolerance: 0.05,
+} as const;
+
+/**
+ * The issue's control-plane targets against this run. A target whose scenario did not
+ * run is listed with `pass: null` and `-`, so every report shows all of them.
+ */
+export function checkApiTargets(comparisons: Comparison[], openLoop: OpenLoopSection | null): TargetCheck[] {
+  const getById = comparisons.find((c) => c.scenario === 'get-by-id');
+  const ratioGet = getById?.ratioRequestsPerSec ?? null;
+  const out: TargetCheck[] = [
+    {
+      name: 'GET agent by id throughput vs bare Fastify',
+      limit: `>= ${API_TARGETS.getByIdMinRatio.toFixed(2)}x`,
+      measured: ratioGet === null ? '-' : `${ratioGet.toFixed(3)}x`,
+      pass: ratioGet === null ? null : ratioGet >= API_TARGETS.getByIdMinRatio,
+    },
+  ];
+  const rate = openLoop ? `${openLoop.requestedRatePerSec} req/s` : 'the requested rate';
+  const p = openLoop?.comparison.platform;
+  const p99 = p && Number.isFinite(p.latencyP99Ms) ? p.latencyP99Ms : null;
+  out.push({
+    name: `open-loop mixed p99 at ${rate}`,
+    limit: `<= ${API_TARGETS.mixedMaxP99Ms} ms`,
+    measured: p ? (p99 === null ? 'no 2xx answers' : `${p99.toFixed(2)} ms`) : '-',
+    pass: p ? p99 !== null && p99 <= API_TARGETS.mixedMaxP99Ms : null,
+  });
+  out.push({
+    name: 'open-loop mixed errors + non-2xx',
+    limit: '0',
+    measured: p ? `${p.errors} errors (${p.timeouts} timeouts), ${p.non2xx} non-2xx` : '-',
+    pass: p ? p.errors === 0 && p.non2xx === 0 : null,
+  });
+  const share = openLoop?.achievedShare.platform;
+  out.push({
+    name: 'open-loop mixed achieved rate',
+    limit: `within ${API_TARGETS.rateTolerance * 100} % of ${rate}`,
+    measured: p && share !== undefined ? `${p.requestsPerSec.toFixed(0)} req/s (${(share * 100).toFixed(1)} %)` : '-',
+    // On the rates, not the share: |950 / 1000 - 1| is 0.05000000000000004 in floating point.
+    pass: p && openLoop ? Math.abs(p.requestsPerSec - openLoop.requestedRatePerSec) <= API_TARGETS.rateTolerance * openLoop.requestedRatePerSec : null,
+  });
+  return out;
+}
+
 /** `n` with `digits` decimals; `-` for null, NaN or infinity. */
 export function fixed(n: number | null, digits: number): string {
   return n === null || !Number.isFinite(n) ? '-' : n.toFixed(digits);
 }
 
-const HEADERS = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'req/s ratio', 'p99 ratio'] as const;
+const HEADERS = ['scenario', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'req/s ratio', 'p99 ratio'] as const;
 
 /** Rows of the table: each platform scenario with its ratios, then its bare baseline. */
 export function tableRows(comparisons: Comparison[]): string[][] {
@@ -145,8 +287,11 @@ export function tableRows(comparisons: Comparison[]): string[][] {
     name,
     fixed(f.requestsPerSec, 0),
     fixed(f.latencyP50Ms, 2),
+    fixed(f.latencyP95Ms, 2),
     fixed(f.latencyP99Ms, 2),
+    fixed(f.latencyMaxMs, 2),
     String(f.non2xx),
+    f.timeouts > 0 ? `${f.errors} (${f.timeouts} t/o)` : String(f.errors),
     ...ratios,
   ];
   return comparisons.flatMap((c) => [
@@ -169,15 +314,34 @@ export function formatTable(comparisons: Comparison[]): string {
   return textTable(HEADERS, tableRows(comparisons));
 }
 
+/** The open-loop mix per kind of request: count, p50, p95, p99, max for platform and bare. */
+export function formatMixTable(openLoop: OpenLoopSection): string {
+  const bare = new Map(openLoop.byRequest.bare.map((r) => [r.label, r.latency]));
+  const body = openLoop.byRequest.platform.map((r) => {
+    const b = bare.get(r.label);
+    return [`${r.label} (${r.kind})`, String(r.latency.samples), fixed(r.latency.p50Ms, 2), fixed(r.latency.p95Ms, 2), fixed(r.latency.p99Ms, 2), fixed(r.latency.maxMs, 2), b ? fixed(b.p99Ms, 2) : '-'];
+  });
+  return textTable(['request', '2xx', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'bare p99 ms'], body);
+}
+
+/** The targets with PASS, MISS or `-` (not measured in this run). */
+export function formatTargets(targets: TargetCheck[]): string {
+  const verdict = (pass: boolean | null) => (pass === null ? '-' : pass ? 'PASS' : 'MISS');
+  return textTable(['target', 'limit', 'measured', ''], targets.map((t) => [t.name, t.limit, t.measured, verdict(t.pass)]));
+}
+
 /** The JSON document written under `results/`. */
-export function buildReport(input: { startedAt: Date; settings: BenchReport['settings']; machine: MachineInfo; comparisons: Comparison[] }): BenchReport {
-  const failures = failuresOf(input.comparisons);
+export function buildReport(input: { startedAt: Date; settings: BenchReport['settings']; machine: MachineInfo; comparisons: Comparison[]; openLoop?: OpenLoopSection | null }): BenchReport {
+  const openLoop = input.openLoop ?? null;
+  const failures = failuresOf(openLoop ? [...input.comparisons, openLoop.comparison] : input.comparisons);
   return {
     kind: 'api-bench',
     startedAt: input.startedAt.toISOString(),
     settings: input.settings,
     machine: input.machine,
     comparisons: input.comparisons,
+    openLoop,
+    targets: checkApiTargets(input.comparisons, openLoop),
     failures,
     ok: failures.length === 0,
   };

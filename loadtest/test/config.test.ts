@@ -1,9 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { BenchConfigError, loadBenchConfig, loadWebhookBenchConfig } from '../src/config.js';
+import { BenchConfigError, loadBenchConfig, loadWebhookBenchConfig, openLoopShape } from '../src/config.js';
 
 describe('loadBenchConfig', () => {
-  it('runs 10 s on 10 connections with a 2 s warm-up and an embedded Postgres by default', () => {
-    expect(loadBenchConfig([], {})).toEqual({ durationSec: 10, warmupSec: 2, connections: 10, serverDatabaseUrl: undefined });
+  it('runs every scenario 10 s on 10 connections, the open loop at 1000 req/s, with a 2 s warm-up and an embedded Postgres by default', () => {
+    expect(loadBenchConfig([], {})).toEqual({
+      scenario: 'all',
+      durationSec: 10,
+      warmupSec: 2,
+      connections: 10,
+      ratePerSec: 1000,
+      openLoop: { connections: 200, phases: 40 },
+      resultsDir: undefined,
+      serverDatabaseUrl: undefined,
+    });
+  });
+
+  it('reads --scenario, --rate, --warmup and --results-dir', () => {
+    const c = loadBenchConfig(['--scenario', 'mixed', '--rate', '100', '--warmup', '1', '--results-dir', '/tmp/x'], {});
+    expect(c).toMatchObject({ scenario: 'mixed', ratePerSec: 100, warmupSec: 1, resultsDir: '/tmp/x', openLoop: { connections: 20, phases: 20 } });
+    expect(loadBenchConfig(['--warmup', '0'], {}).warmupSec).toBe(0);
+    for (const s of ['get-by-id', 'create', 'all'] as const) expect(loadBenchConfig(['--scenario', s], {}).scenario).toBe(s);
   });
 
   it('takes --duration over BENCH_DURATION_SECONDS, and reads DATABASE_URL', () => {
@@ -31,8 +47,31 @@ describe('loadBenchConfig', () => {
     ]);
   });
 
+  it('names a bad scenario, rate or warm-up', () => {
+    let error: unknown;
+    try {
+      loadBenchConfig(['--scenario', 'mixd', '--rate', '20001', '--warmup=-1'], {});
+    } catch (err) {
+      error = err;
+    }
+    expect((error as BenchConfigError).problems).toEqual([
+      '--scenario: must be one of get-by-id, create, mixed, all (got "mixd")',
+      '--warmup: must be an integer from 0 to 60 (got "-1")',
+      '--rate: must be an integer from 1 to 20000 (got "20001")',
+    ]);
+  });
+
   it('refuses unknown flags', () => {
     expect(() => loadBenchConfig(['--durations', '5'], {})).toThrow(BenchConfigError);
+  });
+});
+
+describe('openLoopShape', () => {
+  it('gives one connection per 5 req/s, at most 1000, over at most 40 phases', () => {
+    expect(openLoopShape(1000)).toEqual({ connections: 200, phases: 40 });
+    expect(openLoopShape(101)).toEqual({ connections: 21, phases: 21 });
+    expect(openLoopShape(3)).toEqual({ connections: 1, phases: 1 });
+    expect(openLoopShape(20_000)).toEqual({ connections: 1000, phases: 40 });
   });
 });
 
