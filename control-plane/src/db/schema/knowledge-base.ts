@@ -19,8 +19,8 @@ export type KbDocumentStatus = 'pending' | 'processing' | 'indexed' | 'failed';
  * `4471`) and separators removed (`xk4471`), so `XK-4471`, `XK 4471`, `xk4471` and `4471`
  * all find it. The same function builds the query's terms, so both sides always agree.
  */
-export function kbTsvectorSql(textSql: SQL): SQL {
-  return sql`(to_tsvector('simple'::regconfig, ${textSql}) || to_tsvector('simple'::regconfig, regexp_replace(${textSql}, '[-_./#:]+', ' ', 'g')) || to_tsvector('simple'::regconfig, regexp_replace(${textSql}, '([[:alnum:]])[-_./]+(?=[[:alnum:]])', '\\1', 'g')))`;
+export function kbTsvectorExpression(textExpr: string): string {
+  return `(to_tsvector('simple'::regconfig, ${textExpr}) || to_tsvector('simple'::regconfig, regexp_replace(${textExpr}, '[-_./#:]+', ' ', 'g')) || to_tsvector('simple'::regconfig, regexp_replace(${textExpr}, '([[:alnum:]])[-_./]+(?=[[:alnum:]])', '\\1', 'g')))`;
 }
 
 const tsvector = customType<{ data: string }>({
@@ -80,7 +80,7 @@ export const kbDocumentAgents = pgTable(
  * with or without pgvector; with pgvector each model gets a partial HNSW index over
  * `embedding::vector(<dims>)` (created by the index module, not here: its dimensions are
  * only known when the model is first used). `search_vector` is generated from the text
- * and its context, see {@link kbTsvectorSql}.
+ * and its context, see {@link kbTsvectorExpression}.
  */
 export const kbChunks = pgTable(
   'kb_chunks',
@@ -99,7 +99,7 @@ export const kbChunks = pgTable(
     embedding: real('embedding').array().notNull(),
     searchVector: tsvector('search_vector')
       .notNull()
-      .generatedAlwaysAs((): SQL => kbTsvectorSql(sql`(coalesce(context, '') || ' ' || text)`)),
+      .generatedAlwaysAs((): SQL => sql.raw(kbTsvectorExpression(`(coalesce(context, '') || ' ' || text)`))),
   },
   (t) => [
     uniqueIndex('kb_chunks_document_position_key').on(t.documentId, t.position),

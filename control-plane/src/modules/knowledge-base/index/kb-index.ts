@@ -1,0 +1,393 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { kbTsvectorExpression } from '../../../db/schema/knowledge-base.js';
+import type { KbChunk } from '../types.js';
+import { FallbackVectorCache, normalised } from './fallback-vector-cache.js';
+import type { CachedDocumentRef } from './fallback-vector-cache.js';
+import { DF_CAP, excerptOf, hybridScore, termWeight } from './hybrid-score.js';
+import type { QueryTerm } from './hybrid-score.js';
+import type { VectorSupport } from './vector-support.js';
+
+export interface KbSearchParams {
+  tenantId: string;
+  query: string;
+  /** The query's embedding by `model` (kind `query`). */
+  queryVector: Float32Array;
+  /** Only chunks embedded by this model are compared (never two models in one search). */
+  model: string;
+  /** Restricts the search to these documents (others of the tenant are ignored; unknown ids match nothing). */
+  documentIds?: string[];
+  /** At most this many matches, best first. Default 5. */
+  topK?: number;
+  /** Matches scoring below this are dropped; see hybrid-score.ts for what `score` is. Default 0. */
+  minScore?: number;
+}
+
+export interface KbSearchMatch {
+  documentId: string;
+  documentName: string;
+  chunkId: string;
+  /** 0..1, see hybrid-score.ts. */
+  score: number;
+  /** The chunk's start, about 300 characters. */
+  excerpt: string;
+  /** The whole chunk, for retrieval-augmented prompts. */
+  text: string;
+  context: string | null;
+  pageNumber: number | null;
+  metadata: Record<string, string>;
+  /** The two signals behind `score`, for debugging and tuning. */
+  vectorSimilarity: number;
+  textShare: number;
+}
+
+export interface KbSearchResult {
+  matches: KbSearchMatch[];
+  /**
+   * Candidates scoring at least `minScore`: the union of the nearest chunks by vector and the
+   * best full-text chunks, each list `max(40, 4 × topK)` long, so never more than twice that.
+   */
+  totalMatches: number;
+}
+
+export type KbIndexErrorCode = 'document_not_found' | 'dimension_mismatch' | 'invalid_vectors';
+
+export class KbIndexError extends Error {
+  constructor(
+    readonly code: KbIndexErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'KbIndexError';
+  }
+}
+
+interface Candidate {
+  chunkId: string;
+  documentId: string;
+  similarity: number | null;
+}
+
+const INSERT_BATCH = 500;
+/** The chunk's search vector as the table generates it; query terms go through the same expression. */
+const QUERY_TSVECTOR = kbTsvectorExpression('$1::text');
+
+/**
+ * The knowledge base's Postgres index: writes a document's chunks and vectors, deletes
+ * them, and runs hybrid (vector + full-text) search. One per process: it holds the
+ * fallback vector cache and remembers which HNSW indexes exist.
+ */
+export class KbIndex {
+  private readonly pool: pg.Pool;
+  readonly vectorSupport: VectorSupport;
+  private readonly cache: FallbackVectorCache;
+  private readonly modelDims = new Map<string, number>();
+
+  constructor(opts: { pool: pg.Pool; vectorSupport: VectorSupport; cache?: FallbackVectorCache }) {
+    this.pool = opts.pool;
+    this.vectorSupport = opts.vectorSupport;
+    this.cache = opts.cache ?? new FallbackVectorCache();
+  }
+
+  /**
+   * Replaces all chunks of a document with `chunks` and their `vectors` (same order) in one
+   * transaction, and marks the document `indexed` (progress 100, `embeddingModel`, `chunkCount`,
+   * `processedAt`) in it: readers see the old chunk set or the new one, never a mix, and never
+   * vectors of two models for one document.
+   */
+  async replaceDocumentChunks(documentId: string, model: string, chunks: KbChunk[], vectors: Float32Array[]): Promise<{ chunkIds: string[] }> {
+    if (vectors.length !== chunks.length) throw new KbIndexError('invalid_vectors', `${chunks.length} chunks but ${vectors.length} vectors`);
+    const dims = vectors[0]?.length ?? (await this.registeredDims(model)) ?? 0;
+    for (const [i, v] of vectors.entries()) {
+      if (v.length !== dims) throw new KbIndexError('invalid_vectors', `vector ${i} has ${v.length} dimensions, expected ${dims}`);
+      let norm = 0;
+      for (const x of v) {
+        if (!Number.isFinite(x)) throw new KbIndexError('invalid_vectors', `vector ${i} holds a non-finite value`);
+        norm += x * x;
+      }
+      if (norm === 0) throw new KbIndexError('invalid_vectors', `vector ${i} is all zeros`);
+    }
+    if (vectors.length > 0) await this.ensureModel(model, dims);
+
+    const chunkIds = chunks.map(() => randomUUID());
+    const client = await this.pool.connect();
+    let tenantId: string;
+    let version: string;
+    try {
+      await client.query('begin');
+      const doc = await client.query<{ tenant_id: string; metadata: Record<string, string> }>(
+        'select tenant_id, metadata from kb_documents where id = $1 for update',
+        [documentId],
+      );
+      const row = doc.rows[0];
+      if (!row) throw new KbIndexError('document_not_found', `document ${documentId} does not exist`);
+      tenantId = row.tenant_id;
+      await client.query('delete from kb_chunks where document_id = $1', [documentId]);
+      for (let start = 0; start < chunks.length; start += INSERT_BATCH) {
+        const batch = chunks.slice(start, start + INSERT_BATCH);
+        const flat: string[] = [];
+        for (let i = start; i < start + batch.length; i++) for (const x of vectors[i]!) flat.push(x.toPrecision(9));
+        await client.query(
+          `insert into kb_chunks (id, tenant_id, document_id, position, text, token_count, page_number, context, metadata, embedding_model, embedding)
+           select u.id, $2, $3, u.position, u.text, u.token_count, u.page_number, u.context, $4::jsonb, $5,
+                  ($6::real[])[((u.ord - 1) * $7 + 1):(u.ord * $7)]
+           from unnest($1::text[], $8::int[], $9::text[], $10::int[], $11::int[], $12::text[])
+                with ordinality as u(id, position, text, token_count, page_number, context, ord)`,
+          [
+            chunkIds.slice(start, start + batch.length),
+            tenantId,
+            documentId,
+            JSON.stringify(row.metadata ?? {}),
+            model,
+            `{${flat.join(',')}}`,
+            dims,
+            batch.map((c) => c.position),
+            batch.map((c) => c.text),
+            batch.map((c) => c.tokenCount),
+            batch.map((c) => c.pageNumber),
+            batch.map((c) => c.context),
+          ],
+        );
+      }
+      const updated = await client.query<{ version: string }>(
+        `update kb_documents set status = 'indexed', progress = 100, error = null, embedding_model = $2, chunk_count = $3,
+                processed_at = clock_timestamp(), updated_at = clock_timestamp()
+         where id = $1 returning ${VERSION_SQL} as version`,
+        [documentId, model, chunks.length],
+      );
+      version = updated.rows[0]!.version;
+      await client.query('commit');
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+    if (this.vectorSupport.kind === 'fallback') {
+      this.cache.forget(tenantId, documentId);
+      this.cache.put(tenantId, model, documentId, version, chunkIds, vectors);
+    }
+    return { chunkIds };
+  }
+
+  /** Deletes a document with its chunks, vectors and agent assignments; false when the tenant has no such document. */
+  async deleteDocument(tenantId: string, documentId: string): Promise<boolean> {
+    const r = await this.pool.query('delete from kb_documents where id = $1 and tenant_id = $2', [documentId, tenantId]);
+    this.cache.forget(tenantId, documentId);
+    return (r.rowCount ?? 0) > 0;
+  }
+
+  /** Hybrid search over the tenant's `indexed` documents whose vectors come from `params.model`. */
+  async search(params: KbSearchParams): Promise<KbSearchResult> {
+    const topK = params.topK ?? 5;
+    const minScore = params.minScore ?? 0;
+    const pool = Math.max(40, 4 * topK);
+    const dims = await this.registeredDims(params.model);
+    const indexed = await this.indexedDocuments(params.tenantId, params.model);
+    if (dims === null || indexed.length === 0 || topK <= 0) return { matches: [], totalMatches: 0 };
+    if (params.queryVector.length !== dims) {
+      throw new KbIndexError('dimension_mismatch', `query vector has ${params.queryVector.length} dimensions, model ${params.model} has ${dims}`);
+    }
+    const wanted = params.documentIds ? new Set(params.documentIds) : null;
+    const searchDocs = wanted ? indexed.filter((d) => wanted.has(d.id)) : indexed;
+    if (searchDocs.length === 0) return { matches: [], totalMatches: 0 };
+    const docIds = searchDocs.map((d) => d.id);
+    const totalChunks = searchDocs.reduce((n, d) => n + d.chunkCount, 0);
+
+    const terms = await this.queryTerms(params.tenantId, params.model, params.query, totalChunks);
+    const query = normalised(params.queryVector);
+    const [vectorHits, textHits] = await Promise.all([
+      this.vectorCandidates(params, dims, indexed, wanted ? new Set(docIds) : null, docIds, query, pool),
+      this.textCandidates(params, docIds, terms, pool),
+    ]);
+    const candidates = new Map<string, Candidate>();
+    for (const h of vectorHits) candidates.set(h.chunkId, h);
+    for (const h of textHits) if (!candidates.has(h.chunkId)) candidates.set(h.chunkId, h);
+    if (candidates.size === 0) return { matches: [], totalMatches: 0 };
+
+    const rows = await this.fetchChunks([...candidates.keys()], terms, query, dims);
+    const names = new Map(searchDocs.map((d) => [d.id, d.name]));
+    const totalWeight = terms.reduce((s, t) => s + t.weight, 0);
+    const scored: KbSearchMatch[] = rows.map((r) => {
+      const similarity = r.similarity;
+      const textShare = totalWeight > 0 ? Math.min(1, r.text_weight / totalWeight) : 0;
+      return {
+        documentId: r.document_id,
+        documentName: names.get(r.document_id) ?? '',
+        chunkId: r.id,
+        score: hybridScore(similarity, textShare),
+        excerpt: excerptOf(r.text),
+        text: r.text,
+        context: r.context,
+        pageNumber: r.page_number,
+        metadata: r.metadata ?? {},
+        vectorSimilarity: similarity,
+        textShare,
+      };
+    });
+    const passing = scored.filter((m) => m.score >= minScore);
+    passing.sort((a, b) => b.score - a.score || b.vectorSimilarity - a.vectorSimilarity || (a.chunkId < b.chunkId ? -1 : 1));
+    return { matches: passing.slice(0, topK), totalMatches: passing.length };
+  }
+
+  /** The tenant's indexed documents of this model with their chunk-set versions. */
+  private async indexedDocuments(tenantId: string, model: string): Promise<(CachedDocumentRef & { name: string; chunkCount: number })[]> {
+    const r = await this.pool.query<{ id: string; name: string; chunk_count: number; version: string }>(
+      `select id, name, chunk_count, ${VERSION_SQL} as version from kb_documents
+       where tenant_id = $1 and status = 'indexed' and embedding_model = $2`,
+      [tenantId, model],
+    );
+    return r.rows.map((d) => ({ id: d.id, name: d.name, chunkCount: d.chunk_count, version: d.version }));
+  }
+
+  /** The query's distinct full-text terms with how many of the tenant's chunks of this model hold each (capped). */
+  private async queryTerms(tenantId: string, model: string, query: string, totalChunks: number): Promise<QueryTerm[]> {
+    const r = await this.pool.query<{ q: string; df: number }>(
+      `select t.q, (select count(*)::int from (
+                select 1 from kb_chunks c
+                where c.tenant_id = $2 and c.embedding_model = $3 and c.search_vector @@ t.q::tsquery limit $4) s) as df
+       from (select '''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''' as q from unnest(${QUERY_TSVECTOR})) t`,
+      [query, tenantId, model, DF_CAP],
+    );
+    return r.rows.filter((t) => t.df > 0).map((t) => ({ tsquery: t.q, df: t.df, weight: termWeight(totalChunks, t.df) }));
+  }
+
+  private async vectorCandidates(
+    params: KbSearchParams,
+    dims: number,
+    indexed: CachedDocumentRef[],
+    searchIn: ReadonlySet<string> | null,
+    docIds: string[],
+    query: Float32Array,
+    limit: number,
+  ): Promise<Candidate[]> {
+    if (this.vectorSupport.kind === 'fallback') {
+      return this.cache.topK(this.pool, { tenantId: params.tenantId, model: params.model, dims }, indexed, searchIn, query, limit);
+    }
+    const client = await this.pool.connect();
+    try {
+      await client.query('begin');
+      await client.query(`select set_config('hnsw.ef_search', $1, true)`, [String(Math.min(1000, Math.max(40, limit)))]);
+      if (this.vectorSupport.iterativeScan) await client.query(`select set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
+      const r = await client.query<{ id: string; document_id: string; similarity: number }>(nearestChunksSql(params.model, dims), [
+        vectorLiteral(query),
+        params.tenantId,
+        docIds,
+        limit,
+      ]);
+      await client.query('commit');
+      return r.rows.map((row) => ({ chunkId: row.id, documentId: row.document_id, similarity: Number(row.similarity) }));
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** The best chunks by weighted term share among those holding at least one selective (not common) term. */
+  private async textCandidates(params: KbSearchParams, docIds: string[], terms: QueryTerm[], limit: number): Promise<Candidate[]> {
+    const selective = terms.filter((t) => t.df < DF_CAP);
+    if (selective.length === 0) return [];
+    const r = await this.pool.query<{ id: string; document_id: string }>(
+      `select c.id, c.document_id from kb_chunks c
+       where c.tenant_id = $1 and c.embedding_model = $2 and c.document_id = any($3::text[]) and c.search_vector @@ $4::tsquery
+       order by (select coalesce(sum(u.w), 0) from unnest($5::text[], $6::float8[]) u(q, w) where c.search_vector @@ u.q::tsquery) desc, c.id
+       limit $7`,
+      [params.tenantId, params.model, docIds, selective.map((t) => t.tsquery).join(' | '), terms.map((t) => t.tsquery), terms.map((t) => t.weight), limit],
+    );
+    return r.rows.map((row) => ({ chunkId: row.id, documentId: row.document_id, similarity: null }));
+  }
+
+  /** The candidates' rows with their text-term weight and cosine similarity to the query. */
+  private async fetchChunks(ids: string[], terms: QueryTerm[], query: Float32Array, dims: number) {
+    const withVector = this.vectorSupport.kind === 'pgvector';
+    const r = await this.pool.query<{
+      id: string;
+      document_id: string;
+      text: string;
+      context: string | null;
+      page_number: number | null;
+      metadata: Record<string, string> | null;
+      text_weight: number;
+      similarity: number | null;
+      embedding: string | null;
+    }>(
+      `select c.id, c.document_id, c.text, c.context, c.page_number, c.metadata,
+              (select coalesce(sum(u.w), 0) from unnest($2::text[], $3::float8[]) u(q, w) where c.search_vector @@ u.q::tsquery) as text_weight,
+              ${withVector ? `1 - (c.embedding::vector(${dims}) <=> $4::vector(${dims}))` : 'null::float8'} as similarity,
+              ${withVector ? 'null::text' : 'c.embedding::text'} as embedding
+       from kb_chunks c where c.id = any($1::text[])`,
+      [ids, terms.map((t) => t.tsquery), terms.map((t) => t.weight), ...(withVector ? [vectorLiteral(query)] : [])],
+    );
+    return r.rows.map((row) => ({
+      ...row,
+      text_weight: Number(row.text_weight),
+      similarity: row.similarity !== null ? Number(row.similarity) : cosineOfText(row.embedding!, query),
+    }));
+  }
+
+  /** Registers the model's dimensions (first use) and, with pgvector, its HNSW index. */
+  private async ensureModel(model: string, dims: number): Promise<void> {
+    if (this.modelDims.get(model) === dims) return;
+    await this.pool.query('insert into kb_embedding_models (model, dimensions) values ($1, $2) on conflict (model) do nothing', [model, dims]);
+    const known = await this.registeredDims(model);
+    if (known !== dims) throw new KbIndexError('dimension_mismatch', `model ${model} has ${known} dimensions, got vectors of ${dims}`);
+    if (this.vectorSupport.kind === 'pgvector') {
+      // pgvector's HNSW takes at most 2,000 dimensions; larger models use exact search (no index).
+      if (dims <= 2000) {
+        const name = `kb_chunks_hnsw_${createHash('sha256').update(model).digest('hex').slice(0, 16)}`;
+        await this.pool.query(
+          `create index if not exists ${name} on kb_chunks using hnsw ((embedding::vector(${dims})) vector_cosine_ops)
+           where embedding_model = ${literal(model)}`,
+        );
+      }
+    }
+    this.modelDims.set(model, dims);
+  }
+
+  private async registeredDims(model: string): Promise<number | null> {
+    const cached = this.modelDims.get(model);
+    if (cached !== undefined) return cached;
+    const r = await this.pool.query<{ dimensions: number }>('select dimensions from kb_embedding_models where model = $1', [model]);
+    return r.rows[0]?.dimensions ?? null;
+  }
+}
+
+/**
+ * pgvector's nearest chunks of one model: `$1` query vector (`[..]` text), `$2` tenant, `$3`
+ * document ids, `$4` limit. The model is inlined as a literal and the expression is the
+ * index's, so the planner can use the model's partial HNSW index.
+ */
+export function nearestChunksSql(model: string, dims: number): string {
+  const vec = `c.embedding::vector(${dims})`;
+  return `select id, document_id, similarity from (
+            select c.id, c.document_id, 1 - (${vec} <=> $1::vector(${dims})) as similarity, ${vec} <=> $1::vector(${dims}) as distance
+            from kb_chunks c
+            where c.embedding_model = ${literal(model)} and c.tenant_id = $2 and c.document_id = any($3::text[])
+            order by ${vec} <=> $1::vector(${dims}) limit $4) n
+          order by distance`;
+}
+
+/** A document's chunk-set version: `processed_at` in microseconds, as text. */
+const VERSION_SQL = `coalesce((extract(epoch from processed_at) * 1000000)::bigint, 0)::text`;
+
+function literal(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+export function vectorLiteral(v: Float32Array): string {
+  return `[${Array.from(v, (x) => x.toPrecision(9)).join(',')}]`;
+}
+
+function cosineOfText(text: string, query: Float32Array): number {
+  const values = text.slice(1, -1).split(',');
+  let dot = 0;
+  let norm = 0;
+  for (let i = 0; i < values.length; i++) {
+    const x = Number(values[i]);
+    dot += x * query[i]!;
+    norm += x * x;
+  }
+  return norm === 0 ? 0 : dot / Math.sqrt(norm);
+}
