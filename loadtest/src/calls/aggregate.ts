@@ -194,7 +194,8 @@ export function buildCallReport(input: { startedAt: Date; settings: CallBenchSet
     capacity: {
       cores: input.cores,
       cpuBudgetPercent: CAPACITY_CPU_BUDGET_PERCENT,
-      calls: gw !== null && gw > 0 ? Math.floor((input.cores * CAPACITY_CPU_BUDGET_PERCENT) / 100 / gw) : null,
+      // The epsilon keeps 1.2 / 0.1 = 11.999… from flooring to 11.
+      calls: gw !== null && gw > 0 ? Math.floor((input.cores * CAPACITY_CPU_BUDGET_PERCENT) / 100 / gw + 1e-9) : null,
     },
     targets: [],
     ok: false,

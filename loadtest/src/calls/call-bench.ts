@@ -86,7 +86,10 @@ async function scrape(url: string | null): Promise<{ lateFrames: number; activeC
   return { lateFrames: m.value('vap_outbound_late_frames_total'), activeCalls: m.value('vap_active_calls') };
 }
 
-async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, providers: Providers, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[] }> {
+async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[] }> {
+  // The caller processes and the server start side by side: each takes seconds to load.
+  const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
+  const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
   const entry = new URL(target === 'gateway' ? './gateway-process.ts' : './relay-process.ts', import.meta.url);
   const server = track(started, new Child<ToServer, ServerMessage>(target, entry));
   const samples: RawSample[] = [];
@@ -95,12 +98,14 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     if (m.kind === 'sample') samples.push(m.sample);
     else if (m.kind === 'callEnded') gatewayEnds.set(m.call.callSid, m.call);
   });
-  server.send({ kind: 'start', target, providers: target === 'gateway' ? providers : null, sampleIntervalMs: SAMPLE_INTERVAL_MS });
-  const ready = await server.next('ready', START_TIMEOUT_MS);
+  const serverReady = server.next('ready', START_TIMEOUT_MS * 2);
+  // Awaited below; until then a rejection must not count as unhandled.
+  for (const p of [workersReady, serverReady, providers]) p.catch(() => {});
+  const sims = await providers;
+  server.send({ kind: 'start', target, providers: target === 'gateway' ? sims : null, sampleIntervalMs: SAMPLE_INTERVAL_MS });
+  const ready = await serverReady;
   const before = await scrape(ready.metricsUrl);
-
-  const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
-  await Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
+  await workersReady;
   const startAt = epochNow() + LEAD_MS;
   const rampEndAt = startAt + config.rampSec * 1000;
   const steadyEndAt = rampEndAt + config.steadySec * 1000;
@@ -120,7 +125,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
       streamUrl: ready.streamUrl,
       agentId: ready.agentId,
       tenantId: ready.tenantId,
-      deepgramUrl: target === 'gateway' ? providers.deepgram.url : null,
+      deepgramUrl: target === 'gateway' ? sims.deepgram.url : null,
       slots: shares[i]!,
       steadyEndAt,
       relayCallMs,
@@ -171,15 +176,16 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
 
 async function bench(config: CallBenchConfig, started: Started): Promise<number> {
   const startedAt = new Date();
-  progress('starting the provider simulators');
+  progress('starting the provider simulators, the gateway and the caller processes');
   const sims = track(started, new Child<SimsStart, SimsMessage>('simulators', new URL('./sims-process.ts', import.meta.url)));
+  const providers = sims.next('ready', START_TIMEOUT_MS);
   sims.send({ kind: 'start', sttLatencyMs: config.sttLatencyMs });
-  const providers = await sims.next('ready', START_TIMEOUT_MS);
 
   const gateway = await runTarget(config, started, 'gateway', providers, 0);
   let relay: TargetRun | null = null;
   if (config.relay) {
     const callMs = medianCallMs(gateway.records) ?? DEFAULT_RELAY_CALL_MS;
+    progress(`starting the relay and the caller processes (relay calls last ${(callMs / 1000).toFixed(1)} s, the gateway's median call)`);
     relay = (await runTarget(config, started, 'relay', providers, callMs)).run;
   }
   await sims.kill();

@@ -8,7 +8,7 @@
 import { TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-gateway/simulators';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
 import type { CallFailure } from './call-results.js';
-import { CALLER_LINES, CALL_STEP_GROUPS } from './call-script.js';
+import { AGENT_QUIET_MS, CALLER_LINES, CALL_STEP_GROUPS } from './call-script.js';
 import { speechOnly, utteranceGaps } from './frame-gaps.js';
 import type { CallRecord, CallerSlot, ToWorker, WorkerMessage, WorkerRun } from './ipc.js';
 import { ProcessSampler, epochNow } from './process-sampler.js';
@@ -43,7 +43,7 @@ async function scriptStt(run: WorkerRun, callSid: string): Promise<void> {
 async function converse(call: TwilioCallerSimulator, rec: CallRecord, clips: Map<string, Uint8Array>): Promise<void> {
   const speech = async (text: string) => clips.get(text) ?? speechOnly(await callerSpeechMulaw(text));
   for (const group of CALL_STEP_GROUPS) {
-    const timings = await runCallerScript(call, [...group], { speech });
+    const timings = await runCallerScript(call, [...group], { speech, quietMs: AGENT_QUIET_MS });
     for (const t of timings) {
       if (t.latencyMs !== null) rec.turnLatenciesMs.push(t.latencyMs);
       if (t.bargeInReactionMs !== undefined) rec.bargeInReactionMs = t.bargeInReactionMs;

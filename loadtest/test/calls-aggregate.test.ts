@@ -1,0 +1,182 @@
+import { describe, expect, it } from 'vitest';
+import { buildCallReport, cpuAt, failureOf, medianCallMs, planSlots, processFigures, targetRun, withTargets } from '../src/calls/aggregate.js';
+import type { TargetInput } from '../src/calls/aggregate.js';
+import type { TargetRun } from '../src/calls/call-results.js';
+import { jitterOf, lateGaps, peakOverlap, speechOnly, utteranceGaps } from '../src/calls/frame-gaps.js';
+import type { CallRecord, GatewayCallEnd } from '../src/calls/ipc.js';
+import type { RawSample } from '../src/calls/process-sampler.js';
+
+const MB = 1024 * 1024;
+const T0 = 1_000_000;
+
+function record(over: Partial<CallRecord> & { callSid: string }): CallRecord {
+  return { slot: 0, dialledAt: T0, connectedAt: T0, endedAt: T0 + 10_000, completed: true, failure: null, turnLatenciesMs: [], framesReceived: 0, frameGapsMs: [], protocolErrors: [], ...over };
+}
+
+function sample(atS: number, cpuMs: number, rssMb: number, activeCalls = 0, loopP99Ms = 1): RawSample {
+  return { at: T0 + atS * 1000, cpuMs, rssBytes: rssMb * MB, activeCalls, loopP99Ms };
+}
+
+function turn(totalMs: number, overheadMs: number): GatewayCallEnd['turnMetrics'][number] {
+  return { turnId: `t${totalMs}`, endpointingMs: totalMs - overheadMs - 100, sttMs: 300, llmFirstTokenMs: 60, ttsFirstByteMs: 40, overheadMs, totalMs };
+}
+
+describe('frame gaps', () => {
+  it('keeps the gaps inside utterances and drops the pauses between them', () => {
+    // 0→20→40→61 is one utterance; 61→600 (539 ms) is a pause; 600→620 the next utterance.
+    expect(utteranceGaps([0, 20, 40, 61, 600, 620], 500)).toEqual([20, 20, 21, 20]);
+    expect(utteranceGaps([5], 500)).toEqual([]);
+  });
+
+  it('counts gaps over 40 ms as late and measures jitter around 20 ms', () => {
+    expect(lateGaps([20, 40, 40.5, 100])).toBe(2);
+    expect(jitterOf([18, 25, 20])).toEqual([2, 5, 0]);
+  });
+
+  it('finds the most calls open at once; a redial touching a hang-up is not an overlap', () => {
+    expect(peakOverlap([{ from: 0, to: 10 }, { from: 5, to: 15 }, { from: 10, to: 20 }])).toBe(2);
+    expect(peakOverlap([{ from: 0, to: 10 }, { from: 1, to: 9 }, { from: 2, to: 8 }])).toBe(3);
+    expect(peakOverlap([{ from: 0, to: 10 }, { from: 10, to: 20 }])).toBe(1);
+    expect(peakOverlap([])).toBe(0);
+  });
+
+  it('trims silent frames around the speech', () => {
+    const silence = new Uint8Array(160).fill(0xff);
+    const loud = new Uint8Array(160).fill(0x00); // μ-law 0x00 is full scale
+    const clip = new Uint8Array([...silence, ...silence, ...loud, ...loud, ...silence]);
+    const trimmed = speechOnly(clip);
+    expect(trimmed.byteLength).toBe(320);
+    expect(trimmed.every((b) => b === 0x00)).toBe(true);
+    // All silence: returned whole.
+    expect(speechOnly(silence).byteLength).toBe(160);
+  });
+});
+
+describe('process figures', () => {
+  it('interpolates cumulative CPU between samples and clamps outside them', () => {
+    const s = [sample(0, 100, 50), sample(1, 300, 50)];
+    expect(cpuAt(s, T0 + 500)).toBe(200);
+    expect(cpuAt(s, T0 - 1000)).toBe(100);
+    expect(cpuAt(s, T0 + 5000)).toBe(300);
+  });
+
+  it('gives CPU per call-second, RSS before and at steady state, and growth per call', () => {
+    // Two calls connected 1 s → 5 s and 2 s → 4 s: 6 call-seconds. CPU at 1 s = 1000 ms,
+    // at 5 s = 1600 ms: 0.6 s of CPU, 0.1 CPU-second per call-second.
+    const samples = [sample(0, 900, 100), sample(1, 1000, 100), sample(2, 1200, 110), sample(3, 1300, 130), sample(4, 1500, 120), sample(5, 1600, 140)];
+    const records = [record({ callSid: 'CA1', connectedAt: T0 + 1000, endedAt: T0 + 5000 }), record({ callSid: 'CA2', connectedAt: T0 + 2000, endedAt: T0 + 4000 })];
+    const f = processFigures({
+      records,
+      samples,
+      steadyLoopDelay: { p50: 1, p99: 5, max: 9 },
+      window: { startAt: T0, rampEndAt: T0 + 2000, steadyEndAt: T0 + 4000, finishedAt: T0 + 6000 },
+      concurrentCalls: 2,
+    });
+    expect(f.callSeconds).toBe(6);
+    expect(f.cpuSeconds).toBeCloseTo(0.6, 9);
+    expect(f.cpuPerCallSecond).toBeCloseTo(0.1, 9);
+    // Last sample at or before the first connect (1 s): 100 MB. Steady samples (2, 3, 4 s): 110, 130, 120 → median 120.
+    expect(f.rssBeforeMb).toBe(100);
+    expect(f.rssSteadyMb).toBe(120);
+    expect(f.rssPeakMb).toBe(140);
+    expect(f.rssGrowthPerCallMb).toBe(10);
+    expect(f.eventLoopDelay).toEqual({ p50: 1, p99: 5, max: 9 });
+    // Per-second CPU: 100 ms over 1 s = 10 %, then 20 %, 10 %, 20 %, 10 %.
+    expect(f.samples.map((s) => Math.round(s.cpuPercent))).toEqual([10, 20, 10, 20, 10]);
+    expect(f.samples[0]!.t).toBe(1);
+  });
+});
+
+describe('target run', () => {
+  const window = { startAt: T0, rampEndAt: T0 + 1000, steadyEndAt: T0 + 3000, finishedAt: T0 + 12_000 };
+  const base = (records: CallRecord[], ends: GatewayCallEnd[]): TargetInput => ({
+    target: 'gateway',
+    concurrentCalls: 2,
+    records,
+    gatewayEnds: new Map(ends.map((e) => [e.callSid, e])),
+    samples: [sample(0, 0, 100), sample(12, 1200, 100)],
+    steadyLoopDelay: { p50: 0.5, p99: 3, max: 8 },
+    lateFramesAtGateway: 1,
+    window,
+    utteranceBreakMs: 500,
+    generator: [{ cpuPercent: 12, loopDelayP99Ms: 2 }],
+  });
+
+  it('counts calls, failures and the figures of every call', () => {
+    const records = [
+      record({ callSid: 'CA1', turnLatenciesMs: [600, 700], bargeInReactionMs: 140, framesReceived: 4, frameGapsMs: [20, 20, 45] }),
+      record({ callSid: 'CA2', turnLatenciesMs: [800], bargeInReactionMs: null, framesReceived: 2, frameGapsMs: [19] }),
+      record({ callSid: 'CA3', connectedAt: null, completed: false, failure: { callSid: 'CA3', kind: 'connect', message: 'HTTP 503' } }),
+      record({ callSid: 'CA4', completed: false, failure: { callSid: 'CA4', kind: 'dropped', message: 'closed' } }),
+    ];
+    const ends: GatewayCallEnd[] = [
+      { callSid: 'CA1', status: 'completed', endReason: 'user_ended', turnMetrics: [turn(600, 10), turn(700, 30)] },
+      { callSid: 'CA2', status: 'failed', endReason: 'error', turnMetrics: [turn(800, 20)] },
+    ];
+    const run: TargetRun = targetRun(base(records, ends));
+    expect(run.calls).toEqual({ planned: 4, connected: 3, completed: 1, failed: 3, dropped: 1 });
+    expect(run.failures.map((f) => [f.callSid, f.kind])).toEqual([
+      ['CA2', 'script'],
+      ['CA3', 'connect'],
+      ['CA4', 'dropped'],
+    ]);
+    // CA1, CA2 and CA4 all span T0 → T0 + 10 s.
+    expect(run.peakConcurrentCalls).toBe(3);
+    expect(run.turnLatency).toMatchObject({ count: 3, p50: 700, max: 800 });
+    expect(run.stages!.overhead).toMatchObject({ count: 3, p50: 20, p99: 30, mean: 20 });
+    expect(run.stages!.total.count).toBe(3);
+    expect(run.bargeInReaction).toMatchObject({ count: 1, p95: 140 });
+    expect(run.framePacing).toMatchObject({ frames: 6, lateFramesAtCallers: 1, lateFramesAtGateway: 1, utteranceBreakMs: 500 });
+    expect(run.framePacing.gaps).toMatchObject({ count: 4, p50: 20, max: 45 });
+    expect(run.framePacing.jitter).toMatchObject({ count: 4, max: 25 });
+    expect(run.durationSec).toBe(12);
+    expect(run.generator).toEqual([{ cpuPercent: 12, loopDelayP99Ms: 2 }]);
+    expect(run.notes).toEqual(['1 barge-in(s) got no clear from the gateway', '1 connected call(s) have no end record from the gateway (no stage breakdown for them)']);
+  });
+
+  it('takes the gateway\'s failed verdict only when the caller saw none', () => {
+    const end: GatewayCallEnd = { callSid: 'CA1', status: 'failed', endReason: 'error', turnMetrics: [] };
+    expect(failureOf(record({ callSid: 'CA1' }), end)).toEqual({ callSid: 'CA1', kind: 'script', message: 'the gateway ended the call as failed (error)' });
+    const own = { callSid: 'CA1', kind: 'dropped' as const, message: 'x' };
+    expect(failureOf(record({ callSid: 'CA1', failure: own }), end)).toBe(own);
+    expect(failureOf(record({ callSid: 'CA1' }), { ...end, status: 'completed' })).toBeNull();
+  });
+
+  it('relates the gateway to the relay: CPU ratio and capacity at 60 % of the cores', () => {
+    const gw = targetRun(base([record({ callSid: 'CA1' })], []));
+    // The call spans 0 → 10 s; CPU rises 1200 ms over 12 s, so 1.0 CPU-s over 10 call-s = 0.1.
+    // The relay at 0.04: ratio 2.5; capacity floor(2 × 0.6 / 0.1) = 12.
+    const relay: TargetRun = { ...gw, target: 'relay', process: { ...gw.process, cpuPerCallSecond: 0.04 } };
+    const report = buildCallReport({ startedAt: new Date(T0), settings: { calls: 1, rampSec: 1, steadySec: 2, workers: 1, sttLatencyMs: 0, relay: true, script: [] }, machine: { cpus: 2, cpuModel: 'x', node: 'v20', platform: 'linux', arch: 'x64' }, cores: 2, gateway: gw, relay });
+    expect(gw.process.cpuPerCallSecond).toBeCloseTo(0.1, 9);
+    expect(report.cpuRatioToRelay).toBeCloseTo(2.5, 9);
+    expect(report.capacity).toEqual({ cores: 2, cpuBudgetPercent: 60, calls: 12 });
+    expect(buildCallReport({ ...report, startedAt: new Date(T0), cores: 2, gateway: gw, relay: null }).cpuRatioToRelay).toBeNull();
+
+    expect(withTargets(report, [{ name: 'a', limit: '', measured: '', pass: true }, { name: 'b', limit: '', measured: '-', pass: null }]).ok).toBe(true);
+    expect(withTargets(report, [{ name: 'a', limit: '', measured: '', pass: false }]).ok).toBe(false);
+    const failing = { ...report, gateway: { ...gw, calls: { ...gw.calls, failed: 1 } } };
+    expect(withTargets(failing, []).ok).toBe(false);
+  });
+});
+
+describe('plan', () => {
+  it('starts the slots evenly over the ramp and deals them round-robin', () => {
+    const shares = planSlots(5, 2, 1000, 1000);
+    expect(shares).toEqual([
+      [{ index: 0, startAt: 1000 }, { index: 2, startAt: 1400 }, { index: 4, startAt: 1800 }],
+      [{ index: 1, startAt: 1200 }, { index: 3, startAt: 1600 }],
+    ]);
+  });
+
+  it('takes the median connected duration of completed calls', () => {
+    const rs = [
+      record({ callSid: 'a', connectedAt: 0, endedAt: 10 }),
+      record({ callSid: 'b', connectedAt: 0, endedAt: 30 }),
+      record({ callSid: 'c', connectedAt: 0, endedAt: 20 }),
+      record({ callSid: 'd', connectedAt: 0, endedAt: 99, completed: false }),
+    ];
+    expect(medianCallMs(rs)).toBe(20);
+    expect(medianCallMs([])).toBeNull();
+  });
+});

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { loadCallBenchConfig } from '../src/calls/call-config.js';
+import { BenchConfigError } from '../src/config.js';
+
+function problems(argv: string[]): string[] {
+  try {
+    loadCallBenchConfig(argv);
+  } catch (err) {
+    if (err instanceof BenchConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error('expected a BenchConfigError');
+}
+
+describe('pnpm bench:calls options', () => {
+  it('defaults to 50 calls, 10 s ramp, 30 s steady, 2 workers, relay on, STT at 0 ms', () => {
+    const c = loadCallBenchConfig([]);
+    expect(c).toMatchObject({ calls: 50, rampSec: 10, steadySec: 30, workers: 2, relay: true, sttLatencyMs: 0 });
+    expect(c.outDir).toMatch(/loadtest\/results\/?$/);
+  });
+
+  it('reads every option, through a bare -- from pnpm', () => {
+    const c = loadCallBenchConfig(['--', '--calls', '200', '--ramp-sec', '20', '--steady-sec', '60', '--workers', '3', '--no-relay', '--stt-latency-ms', '150', '--out', '/tmp/x']);
+    expect(c).toEqual({ calls: 200, rampSec: 20, steadySec: 60, workers: 3, relay: false, sttLatencyMs: 150, outDir: '/tmp/x' });
+  });
+
+  it('never has more caller processes than calls', () => {
+    expect(loadCallBenchConfig(['--calls', '1', '--workers', '4']).workers).toBe(1);
+  });
+
+  it('lists every bad value at once, naming the option', () => {
+    const p = problems(['--calls', '0', '--ramp-sec=-1', '--steady-sec', '1.5', '--workers', 'two', '--stt-latency-ms', '99999', '--out', ' ']);
+    expect(p).toHaveLength(6);
+    for (const name of ['--calls', '--ramp-sec', '--steady-sec', '--workers', '--stt-latency-ms', '--out']) expect(p.some((x) => x.startsWith(`${name}:`)), name).toBe(true);
+  });
+
+  it('refuses unknown options and stray arguments', () => {
+    expect(problems(['--concurrency', '5'])[0]).toMatch(/concurrency/);
+    expect(problems(['200']).length).toBeGreaterThan(0);
+  });
+});
