@@ -121,8 +121,13 @@ describe('checkTargets', () => {
     expect(failed.measured).toContain(String(over));
   });
 
-  it('fails on one failed or one dropped call and says which', () => {
-    expect(check(withEdit((r) => (r.gateway.calls.dropped = 1)), 'failed calls')).toEqual({ name: 'failed calls', limit: '= 0', measured: '0 failed, 1 dropped of 200', pass: false });
+  it('fails on one failed call (dropped ones are counted among the failed) and says how many dropped', () => {
+    const one = withEdit((r) => {
+      r.gateway.calls.failed = 1;
+      r.gateway.calls.dropped = 1;
+      r.gateway.calls.completed = 199;
+    });
+    expect(check(one, 'failed calls')).toEqual({ name: 'failed calls', limit: '= 0', measured: '1 failed (1 of them dropped) of 200', pass: false });
     expect(check(withEdit((r) => (r.gateway.calls.failed = 1)), 'failed calls').pass).toBe(false);
   });
 
@@ -193,12 +198,13 @@ describe('formatCallTable', () => {
       withEdit((r) => {
         r.relay = null;
         r.cpuRatioToRelay = null;
+        r.gateway.calls.failed = 1;
         r.gateway.calls.dropped = 1;
         r.gateway.failures = [{ callSid: 'CA01', kind: 'dropped', message: 'socket closed after turn 2' }];
         r.ok = false;
       }),
     );
-    expect(out).toMatch(/failed calls\s+= 0\s+0 failed, 1 dropped of 200\s+FAIL/);
+    expect(out).toMatch(/failed calls\s+= 0\s+1 failed \(1 of them dropped\) of 200\s+FAIL/);
     expect(out).toContain('gateway CA01 dropped: socket closed after turn 2');
     expect(out).toMatch(/CPU ms per call-second\s+5\.200\s+-/);
     expect(out).toContain('result: NOT OK');
@@ -248,6 +254,27 @@ describe('renderCallReportHtml', () => {
     expect(html).not.toContain('<script>');
     expect(html).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more');
     expect(html).toContain('Eight o’clock &amp; by the window');
+  });
+
+  it('shows the caller processes and notes, and warns when a caller process was busy', () => {
+    const quiet = renderCallReportHtml(
+      withEdit((r) => {
+        r.gateway.generator = [
+          { cpuPercent: 31, loopDelayP99Ms: 1.5 },
+          { cpuPercent: 34, loopDelayP99Ms: 2.25 },
+        ];
+        r.gateway.notes = ['2 barge-ins got no <clear>'];
+      }),
+    );
+    expect(markupProblems(quiet)).toEqual([]);
+    expect(quiet).toContain('stayed far from saturated');
+    expect(quiet).toContain('<td class="num">2.3</td>');
+    expect(quiet).toContain('<li>gateway: 2 barge-ins got no &lt;clear&gt;</li>');
+    const busy = renderCallReportHtml(withEdit((r) => (r.relay!.generator = [{ cpuPercent: 93, loopDelayP99Ms: 40 }])));
+    expect(busy).toContain('<td class="fail">93</td>');
+    expect(busy).toContain('the figures may measure the generator');
+    const table = formatCallTable(withEdit((r) => (r.gateway.generator = [{ cpuPercent: 31, loopDelayP99Ms: null }, { cpuPercent: 34.4, loopDelayP99Ms: 2.25 }])));
+    expect(table).toMatch(/gateway\s+31 34\s+- 2\.3/);
   });
 
   it('says there is no relay baseline instead of drawing its charts', () => {

@@ -52,7 +52,7 @@ export function checkTargets(report: CallBenchReport): TargetCheck[] {
   }
   const capacity = report.capacity;
   return [
-    zero('failed calls', calls.failed + calls.dropped, `${calls.failed} failed, ${calls.dropped} dropped of ${calls.planned}`),
+    zero('failed calls', calls.failed, `${calls.failed} failed (${calls.dropped} of them dropped) of ${calls.planned}`),
     zero('late frames at the callers (gap > 40 ms)', g.framePacing.lateFramesAtCallers),
     zero('late frames at the gateway pacer', g.framePacing.lateFramesAtGateway),
     atMost('outbound pacing jitter p99', g.framePacing.jitter.p99, CALL_TARGETS.jitterP99Ms, 'ms', 2),
@@ -157,6 +157,17 @@ export function formatCallTable(report: CallBenchReport): string {
     ),
   );
   parts.push(textTable(['target', 'limit', 'measured', 'result'], targetsOf(report).map((t) => [t.name, t.limit, t.measured, verdict(t.pass)])));
+  const generator = runs(report).filter((run) => (run.generator ?? []).length > 0);
+  if (generator.length > 0) {
+    parts.push(
+      textTable(
+        ['caller processes', 'CPU % each', 'loop delay p99 ms each'],
+        generator.map((run) => [run.target, run.generator!.map((g) => fixed(g.cpuPercent, 0)).join(' '), run.generator!.map((g) => fixed(g.loopDelayP99Ms, 1)).join(' ')]),
+      ),
+    );
+  }
+  const notes = runs(report).flatMap((run) => (run.notes ?? []).map((n) => `  ${run.target}: ${n}`));
+  if (notes.length > 0) parts.push(['notes:', ...notes].join('\n'));
   const failures = runs(report).flatMap((run) => run.failures.map((f) => `  ${run.target} ${f.callSid} ${f.kind}: ${f.message}`));
   if (failures.length > 0) parts.push(['first failures:', ...failures].join('\n'));
   parts.push(report.ok ? 'result: OK' : 'result: NOT OK (see FAIL lines and failures above)');

@@ -57,6 +57,8 @@ function summary(report: CallBenchReport, targets: TargetCheck[]): PageSection {
   if (g.peakConcurrentCalls < TARGET_CONCURRENCY) {
     lines.push(para(`The issue's targets are set at ${TARGET_CONCURRENCY} concurrent calls; this run reached ${g.peakConcurrentCalls}.`, 'muted'));
   }
+  const notes = runsOf(report).flatMap((run) => (run.notes ?? []).map((n) => `${run.target}: ${n}`));
+  if (notes.length > 0) lines.push(`<p>Notes:</p>\n<ul>${notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>`);
   const calls = htmlTable(
     ['run', 'planned', 'connected', 'completed', 'failed', 'dropped', 'peak concurrent', 'duration s'],
     runsOf(report).map((run) => [run.target, ...[run.calls.planned, run.calls.connected, run.calls.completed, run.calls.failed, run.calls.dropped, run.peakConcurrentCalls].map(String), fixed(run.durationSec, 1)]),
@@ -171,6 +173,21 @@ function cost(report: CallBenchReport): PageSection {
   return { heading: 'Gateway vs bare relay', html: [charts(figure(chart, note)), table].join('\n') };
 }
 
+/** Caller processes above this CPU % (of one core) may be what the run measured. */
+const GENERATOR_BUSY_PERCENT = 80;
+
+function generator(report: CallBenchReport): PageSection | null {
+  const rows = runsOf(report).flatMap((run) =>
+    (run.generator ?? []).map((g, i): Cell[] => [run.target, String(i + 1), { text: fixed(g.cpuPercent, 0), className: g.cpuPercent > GENERATOR_BUSY_PERCENT ? 'fail' : 'num' }, fixed(g.loopDelayP99Ms, 1)]),
+  );
+  if (rows.length === 0) return null;
+  const busy = runsOf(report).some((run) => (run.generator ?? []).some((g) => g.cpuPercent > GENERATOR_BUSY_PERCENT));
+  const note = busy
+    ? para(`A caller process used more than ${GENERATOR_BUSY_PERCENT} % of a core: the figures may measure the generator, not the server. Use more workers.`, 'bad')
+    : para('Every caller process stayed far from saturated, so the figures measure the server.', 'muted');
+  return { heading: 'Caller processes (the generator)', html: [note, htmlTable(['run', 'process', 'CPU % of one core', 'loop delay p99 ms'], rows)].join('\n') };
+}
+
 function failures(report: CallBenchReport): PageSection | null {
   const rows = runsOf(report).flatMap((run) => run.failures.map((f): Cell[] => [run.target, f.callSid, f.kind, { text: f.message, className: '' }]));
   if (rows.length === 0) return null;
@@ -196,8 +213,7 @@ function settings(report: CallBenchReport): PageSection {
 /** Every section of the call report, in reading order. */
 export function callReportSections(report: CallBenchReport, targets: TargetCheck[]): PageSection[] {
   const out = [summary(report, targets), latency(report), bargeIn(report), pacing(report), overTime(report), cost(report)];
-  const f = failures(report);
-  if (f) out.push(f);
+  for (const extra of [generator(report), failures(report)]) if (extra) out.push(extra);
   out.push(settings(report));
   return out;
 }
