@@ -20,7 +20,7 @@ import { startBareServer } from './bare-server.js';
 import type { BareServer } from './bare-server.js';
 import { startBenchPlatform } from './bench-platform.js';
 import type { BenchPlatform } from './bench-platform.js';
-import { loadBenchConfig, loadOrExit } from './config.js';
+import { loadBenchConfig, loadOrExit, runsScenario } from './config.js';
 import type { BenchConfig } from './config.js';
 import { runLoad } from './load-generator.js';
 import type { LoadSpec, RequestSpec } from './load-generator.js';
@@ -48,7 +48,7 @@ const AGENTS = 8;
 const API_KEYS = 4;
 const KEY_SCOPES = ['agents:read', 'agents:write', 'conversations:read'];
 
-type Target = Omit<LoadSpec, 'durationSec'>;
+type Target = Omit<LoadSpec, 'durationSec' | 'warmupSec'>;
 
 interface World {
   config: BenchConfig;
@@ -62,19 +62,16 @@ function progress(message: string): void {
   process.stderr.write(`${message}\n`);
 }
 
-/** The requests with every unique-name prefix tagged, so warm-up and measured run never reuse a name. */
+/** The requests with every unique-name prefix tagged with the target, so names stay unique per tenant across runs. */
 function tagged(requests: RequestSpec[], tag: string): RequestSpec[] {
   return requests.map((r) => (r.uniqueNamePrefix === undefined ? r : { ...r, uniqueNamePrefix: `${r.uniqueNamePrefix} ${tag}` }));
 }
 
+/** One target: warm-up and measured run in one load process. */
 async function measure(config: BenchConfig, scenario: string, kind: ScenarioFigures['target'], target: Target) {
   const shape = target.overallRate !== undefined ? `${target.overallRate} req/s over ${target.connections} connections in ${target.phases ?? 1} phases` : `${target.connections} connections`;
-  if (config.warmupSec > 0) {
-    progress(`${scenario} (${kind}): warm-up ${config.warmupSec} s`);
-    await runLoad({ ...target, requests: tagged(target.requests, `${kind} warm-up`), durationSec: config.warmupSec });
-  }
-  progress(`${scenario} (${kind}): measuring ${config.durationSec} s, ${shape}`);
-  const outcome = await runLoad({ ...target, requests: tagged(target.requests, `${kind} run`), durationSec: config.durationSec });
+  progress(`${scenario} (${kind}): ${config.warmupSec > 0 ? `warm-up ${config.warmupSec} s, then ` : ''}measuring ${config.durationSec} s, ${shape}`);
+  const outcome = await runLoad({ ...target, requests: tagged(target.requests, kind), warmupSec: config.warmupSec, durationSec: config.durationSec });
   return { figures: figuresFrom(scenario, kind, outcome.result, outcome.latency), byLabel: outcome.byLabel };
 }
 
@@ -149,7 +146,7 @@ async function bench(config: BenchConfig, started: { platform?: BenchPlatform; b
   const startedAt = new Date();
   const w = await setUp(config, started);
   const auth = { authorization: `Bearer ${w.apiKeys[0]!}` };
-  const runs = (s: BenchConfig['scenario']) => config.scenario === 'all' || config.scenario === s;
+  const runs = (s: Exclude<BenchConfig['scenario'], 'all'>) => runsScenario(config.scenario, s);
 
   const comparisons: Comparison[] = [];
   if (runs('get-by-id')) {

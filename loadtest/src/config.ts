@@ -4,6 +4,11 @@ import { parseArgs } from 'node:util';
 export const API_SCENARIOS = ['get-by-id', 'create', 'mixed', 'all'] as const;
 export type ApiScenarioName = (typeof API_SCENARIOS)[number];
 
+/** Whether `--scenario <chosen>` runs `scenario`. */
+export function runsScenario(chosen: ApiScenarioName, scenario: Exclude<ApiScenarioName, 'all'>): boolean {
+  return chosen === 'all' || chosen === scenario;
+}
+
 /** What one run of the API benchmark does; parsed once at start (STYLE.md §7). */
 export interface BenchConfig {
   /** `--scenario`: one scenario or all (default). */

@@ -27,6 +27,11 @@ export interface LoadSpec {
   /** The sequence every connection cycles through, in order (autocannon's `requests`). */
   requests: RequestSpec[];
   durationSec: number;
+  /**
+   * A discarded run of this many seconds first, in the same load process (connections,
+   * JIT and the servers' caches warm up; one process start fewer). 0 or unset: none.
+   */
+  warmupSec?: number;
   /** Connections over all phases. */
   connections: number;
   /**
@@ -80,7 +85,8 @@ export function runLoad(spec: LoadSpec): Promise<LoadOutcome> {
       if (err) reject(err);
       else resolve(outcome!);
     };
-    const timer = setTimeout(() => finish(new Error(`load run ${what} overran ${spec.durationSec} s by ${GRACE_MS / 1000} s`)), spec.durationSec * 1000 + GRACE_MS);
+    const runSec = (spec.warmupSec ?? 0) + spec.durationSec;
+    const timer = setTimeout(() => finish(new Error(`load run ${what} overran ${runSec} s by ${GRACE_MS / 1000} s`)), runSec * 1000 + GRACE_MS);
     child.on('message', (m: LoadMessage) => (m.kind === 'done' ? finish(null, m.outcome) : finish(new Error(`load run failed: ${m.message}`))));
     child.on('error', (err) => finish(err));
     child.on('exit', (code, signal) => finish(new Error(`load process exited (${signal ?? code}) before reporting`)));

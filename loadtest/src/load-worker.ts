@@ -14,11 +14,16 @@ interface ClientView {
   requestIterator?: { currentRequestIndex?: number };
 }
 
+interface Counters {
+  paths: number[];
+  names: { n: number };
+}
+
 /**
  * autocannon requests for one instance. Counters live in the process, shared by every
  * connection and phase: one per position for rotating paths, one for unique names.
  */
-function requestsOf(requests: RequestSpec[], counters: { paths: number[]; names: { n: number } }): autocannon.Request[] {
+function requestsOf(requests: RequestSpec[], counters: Counters): autocannon.Request[] {
   return requests.map((r, i) => {
     const headers = { ...(r.body ? { 'content-type': 'application/json' } : {}), ...r.headers };
     const base: autocannon.Request = { method: r.method, path: r.paths[0]!, headers, ...(r.body ? { body: JSON.stringify(r.body) } : {}) };
@@ -35,10 +40,10 @@ function requestsOf(requests: RequestSpec[], counters: { paths: number[]; names:
   });
 }
 
-function runInstance(spec: LoadSpec, requests: autocannon.Request[], connections: number, overallRate: number | undefined, onLatency: (index: number, ms: number) => void): Promise<LoadResult> {
+function runInstance(spec: LoadSpec, durationSec: number, requests: autocannon.Request[], connections: number, overallRate: number | undefined, onLatency: (index: number, ms: number) => void): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
-      { url: spec.origin, duration: spec.durationSec, connections, timeout: 10, requests, ...(overallRate !== undefined ? { overallRate } : {}) },
+      { url: spec.origin, duration: durationSec, connections, timeout: 10, requests, ...(overallRate !== undefined ? { overallRate } : {}) },
       (err: unknown, result) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result)),
     );
     // Same rule as autocannon's histogram: only 2xx latencies count.
@@ -48,9 +53,21 @@ function runInstance(spec: LoadSpec, requests: autocannon.Request[], connections
   });
 }
 
+/** The phases of `spec` (see {@link phasePlan}) side by side for `durationSec`; `onLatency` hears every 2xx answer. */
+async function runPhases(spec: LoadSpec, durationSec: number, counters: Counters, onLatency: (index: number, ms: number) => void): Promise<LoadResult[]> {
+  return Promise.all(
+    phasePlan(spec).map(async (phase) => {
+      if (phase.startMs > 0) await sleep(phase.startMs);
+      return runInstance(spec, durationSec, requestsOf(spec.requests, counters), phase.connections, phase.overallRate, onLatency);
+    }),
+  );
+}
+
 async function run(spec: LoadSpec): Promise<LoadMessage> {
   try {
-    const plan = phasePlan(spec);
+    // Counters run on from the warm-up, so its unique names are never reused.
+    const counters: Counters = { paths: spec.requests.map(() => 0), names: { n: 0 } };
+    if (spec.warmupSec) await runPhases(spec, spec.warmupSec, counters, () => undefined);
     const labels = [...new Set(spec.requests.map((r) => r.label))];
     const all: number[] = [];
     const perLabel = new Map<string, number[]>(labels.map((l) => [l, []]));
@@ -59,13 +76,7 @@ async function run(spec: LoadSpec): Promise<LoadMessage> {
       const label = spec.requests[index]?.label;
       if (label !== undefined) perLabel.get(label)!.push(ms);
     };
-    const counters = { paths: spec.requests.map(() => 0), names: { n: 0 } };
-    const results = await Promise.all(
-      plan.map(async (phase) => {
-        if (phase.startMs > 0) await sleep(phase.startMs);
-        return runInstance(spec, requestsOf(spec.requests, counters), phase.connections, phase.overallRate, onLatency);
-      }),
-    );
+    const results = await runPhases(spec, spec.durationSec, counters, onLatency);
     return {
       kind: 'done',
       outcome: {

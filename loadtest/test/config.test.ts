@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BenchConfigError, loadBenchConfig, loadWebhookBenchConfig, openLoopShape } from '../src/config.js';
+import { BenchConfigError, loadBenchConfig, loadWebhookBenchConfig, openLoopShape, runsScenario } from '../src/config.js';
 
 describe('loadBenchConfig', () => {
   it('runs every scenario 10 s on 10 connections, the open loop at 1000 req/s, with a 2 s warm-up and an embedded Postgres by default', () => {
@@ -63,6 +63,15 @@ describe('loadBenchConfig', () => {
 
   it('refuses unknown flags', () => {
     expect(() => loadBenchConfig(['--durations', '5'], {})).toThrow(BenchConfigError);
+  });
+});
+
+describe('runsScenario', () => {
+  it('runs every scenario for all and only the chosen one otherwise', () => {
+    const each = ['get-by-id', 'create', 'mixed'] as const;
+    expect(each.map((s) => runsScenario('all', s))).toEqual([true, true, true]);
+    expect(each.map((s) => runsScenario('mixed', s))).toEqual([false, false, true]);
+    expect(each.map((s) => runsScenario('get-by-id', s))).toEqual([true, false, false]);
   });
 });
 

@@ -1,0 +1,69 @@
+/**
+ * CI smoke of `pnpm bench:api`: the real entry as a child process, every scenario with tiny
+ * settings (1 s warm-up, 2 s runs, open loop at 100 req/s) on the local Postgres, so the
+ * tool cannot rot. Asserts the report's shape, zero errors and throughput in every run;
+ * not the performance targets, which a shared machine under a 2 s run cannot judge.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { BenchReport, ScenarioFigures } from '../src/report.js';
+import { MIX_LABELS } from '../src/api-mix.js';
+import { postgresReachable, resultsFileOf, runScript, SMOKE_DATABASE_URL } from './api-smoke.js';
+
+const reachable = await postgresReachable(SMOKE_DATABASE_URL);
+const resultsDir = mkdtempSync(path.join(tmpdir(), 'vap-api-smoke-'));
+afterAll(() => rmSync(resultsDir, { recursive: true, force: true }));
+
+function expectServed(f: ScenarioFigures, scenario: string, target: ScenarioFigures['target']): void {
+  expect(f).toMatchObject({ scenario, target, errors: 0, timeouts: 0, non2xx: 0 });
+  expect(f.totalRequests).toBeGreaterThan(0);
+  expect(f.requestsPerSec).toBeGreaterThan(0);
+  for (const ms of [f.latencyP50Ms, f.latencyP95Ms, f.latencyP99Ms, f.latencyMaxMs]) expect(ms).toBeGreaterThan(0);
+  expect(f.latencyP50Ms).toBeLessThanOrEqual(f.latencyP95Ms);
+  expect(f.latencyP95Ms).toBeLessThanOrEqual(f.latencyP99Ms);
+  expect(f.latencyP99Ms).toBeLessThanOrEqual(f.latencyMaxMs);
+}
+
+describe.skipIf(!reachable)('pnpm bench:api (smoke)', () => {
+  it('runs get-by-id, create and the open-loop mix against the platform and bare Fastify and writes a clean report', async () => {
+    const run = await runScript('bench:api', ['--scenario', 'all', '--warmup', '1', '--duration', '2', '--rate', '100', '--connections', '4', '--results-dir', resultsDir], 100_000);
+    expect(run.code, run.stderr).toBe(0);
+    const file = resultsFileOf(run.stdout);
+    expect(path.dirname(file)).toBe(path.resolve(resultsDir));
+    const report = JSON.parse(readFileSync(file, 'utf8')) as BenchReport;
+
+    expect(report).toMatchObject({ kind: 'api-bench', ok: true, failures: [] });
+    expect(report.settings).toEqual({ scenario: 'all', durationSec: 2, warmupSec: 1, connections: 4, ratePerSec: 100, database: 'external' });
+    expect(report.comparisons.map((c) => c.scenario)).toEqual(['get-by-id', 'create']);
+    for (const c of report.comparisons) {
+      expectServed(c.platform, c.scenario, 'platform');
+      expectServed(c.bare, c.scenario, 'bare');
+      expect(c.ratioRequestsPerSec).toBeGreaterThan(0);
+    }
+
+    const open = report.openLoop!;
+    expect(open).toMatchObject({ scenario: 'mixed', requestedRatePerSec: 100, connections: 20, phases: 20, apiKeys: 4, readShare: 0.8 });
+    expect(open.sequence).toHaveLength(20);
+    expectServed(open.comparison.platform, 'mixed', 'platform');
+    expectServed(open.comparison.bare, 'mixed', 'bare');
+    // Every kind of request of the mix was answered 2xx by both.
+    for (const side of [open.byRequest.platform, open.byRequest.bare]) {
+      expect(side.map((r) => r.label).sort()).toEqual(Object.values(MIX_LABELS).sort());
+      for (const r of side) expect(r.latency.samples, r.label).toBeGreaterThan(0);
+    }
+
+    expect(report.targets.map((t) => t.name)).toEqual([
+      'GET agent by id throughput vs bare Fastify',
+      'open-loop mixed p99 at 100 req/s',
+      'open-loop mixed errors + non-2xx',
+      'open-loop mixed achieved rate',
+    ]);
+    for (const t of report.targets) expect(typeof t.pass).toBe('boolean');
+    expect(report.targets[2]!.pass).toBe(true);
+
+    expect(run.stdout).toMatch(/^mixed\s+\d+/m);
+    expect(run.stdout).toMatch(/^open-loop mixed errors \+ non-2xx\s+0\s+0 errors \(0 timeouts\), 0 non-2xx\s+PASS$/m);
+  }, 120_000);
+});
