@@ -53,6 +53,15 @@ describe('histogramSvg', () => {
     expect(svg).toContain('p95 &lt;= 150 ms');
   });
 
+  it('thins the bucket labels of a many-bucket histogram so none overlap, keeping the open last one', () => {
+    const upperBounds = Array.from({ length: 19 }, (_, i) => (i + 1) * 10);
+    const svg = histogramSvg({ upperBounds, counts: upperBounds.map(() => 1).concat(1) });
+    const labels = [...svg.matchAll(/<text x="([\d.]+)" y="[\d.]+" text-anchor="middle">([^<]*)<\/text>/g)].map((m) => ({ x: Number(m[1]), text: m[2]! }));
+    expect(labels.at(-1)!.text).toBe('&gt; 190');
+    expect(labels.length).toBeLessThan(20);
+    for (let i = 1; i < labels.length; i++) expect(labels[i]!.x - labels[i - 1]!.x).toBeGreaterThanOrEqual(40);
+  });
+
   it('says "no data" instead of drawing an empty histogram', () => {
     const svg = histogramSvg({ upperBounds: [1, 2], counts: [0, 0, 0] }, { title: 'x' });
     expect(svg).toContain('no data');

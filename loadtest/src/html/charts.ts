@@ -143,7 +143,7 @@ export function histogramSvg(hist: Histogram, opts: HistogramOptions = {}): stri
       out += `<rect x="${r(x + 1)}" y="${r(y(count))}" width="${r(Math.max(1, barW - 2))}" height="${r(top + plotH - y(count))}" fill="${colourAt(0)}">`;
       out += `<title>${escapeHtml(`${label}: ${count} (${((count / total) * 100).toFixed(1)} %)`)}</title></rect>`;
     }
-    if (i % labelEvery === 0 || i === n - 1) {
+    if (i === n - 1 || (i % labelEvery === 0 && n - 1 - i >= labelEvery)) {
       out += text(x + barW / 2, top + plotH + 14, axisLabel(hist.upperBounds, i), 'text-anchor="middle"');
     }
   });
