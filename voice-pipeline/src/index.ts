@@ -13,7 +13,7 @@ export type { RecordedMessage, RecordedTurn, Usage } from './session/call-record
 export { CallRecord } from './session/call-record.js';
 export { renderTemplate, buildSystemPrompt } from './session/prompt.js';
 export type { AudioTransport } from './processors/audio-output.js';
-export { BARGE_IN_RULES } from './processors/turn-detector.js';
+export { BARGE_IN_RULES, meaningfulWords } from './processors/turn-detector.js';
 export { ProviderError, isRetryableStatus } from './providers/provider-error.js';
 export type * from './providers/types.js';
 export { createCallProviders } from './providers/registry.js';

@@ -21,14 +21,22 @@ export interface TurnDetectorOptions {
 }
 
 /**
- * Barge-in thresholds by sensitivity. `minVoicedMs`: continuous caller speech before the
- * agent may be interrupted; `needsWords`: also require a transcribed word that is not a
- * backchannel ("mm-hmm", "yeah"); `forceMs`: speech this long interrupts even without
- * words. At `medium` a cough (~150 ms) never qualifies and "mm-hmm" is a backchannel.
+ * Barge-in thresholds by sensitivity. `needsWords`: transcribed words that are not
+ * backchannels ("mm-hmm", "yeah") the caller must have said; `minVoicedMs`: voiced caller
+ * audio before the agent may be interrupted (with `needsWords` > 0, counted over the whole
+ * utterance so far, short pauses between words included; with 0, in one continuous run);
+ * `forceMs`: one continuous run of speech this long interrupts even without words.
+ *
+ * - `high`: 120 ms of voice, no words (a cough may interrupt).
+ * - `medium` (default): the first meaningful word, once 100 ms of voice were heard. The
+ *   words are what protect the agent: a cough (~150 ms, no words) and a backchannel never
+ *   qualify. The word cannot come before the STT heard it, so the reaction is the STT's
+ *   first-word time plus a few ms (media-gateway/test/integration/barge-in-reaction.test.ts).
+ * - `low`: two meaningful words and 500 ms of voice.
  */
 export const BARGE_IN_RULES = {
   high: { minVoicedMs: 120, needsWords: 0, forceMs: 120 },
-  medium: { minVoicedMs: 200, needsWords: 1, forceMs: 900 },
+  medium: { minVoicedMs: 100, needsWords: 1, forceMs: 900 },
   low: { minVoicedMs: 500, needsWords: 2, forceMs: 1500 },
 } as const;
 
@@ -67,6 +75,8 @@ export class TurnDetector extends Processor {
   readonly name = 'TurnDetector';
   private state: State = 'idle';
   private voicedRunMs = 0;
+  /** Voiced audio since the caller's speech onset (idle → speaking), across short pauses. */
+  private utteranceVoicedMs = 0;
   private silenceRunMs = 0;
   private speechOnsetAt = 0;
   private lastVoicedAt = 0;
@@ -133,11 +143,13 @@ export class TurnDetector extends Processor {
     const { isSpeech } = this.opts.vad.process(pcm);
     if (isSpeech) {
       this.voicedRunMs += FRAME_MS;
+      this.utteranceVoicedMs += FRAME_MS;
       this.silenceRunMs = 0;
       this.lastVoicedAt = at + FRAME_MS;
       if (this.state !== 'speaking' && this.voicedRunMs >= ONSET_MS) {
         if (this.state === 'idle') {
           this.speechOnsetAt = at + FRAME_MS - this.voicedRunMs;
+          this.utteranceVoicedMs = this.voicedRunMs;
           this.overlapping = this.audibleTurns.size > 0;
         }
         this.state = 'speaking';
@@ -155,13 +167,21 @@ export class TurnDetector extends Processor {
     if (this.state === 'trailing') this.maybeEndTurn(at);
   }
 
+  /**
+   * Called on every voiced frame while speaking and on every transcript: the word that
+   * qualifies a barge-in may arrive in a short pause between words (state `trailing`).
+   */
   private maybeBargeIn(at: number): void {
-    if (this.audibleTurns.size === 0 || !this.opts.interruptionEnabled || this.state !== 'speaking') return;
+    if (this.audibleTurns.size === 0 || !this.opts.interruptionEnabled || this.state === 'idle') return;
     const rule = BARGE_IN_RULES[this.opts.sensitivity];
-    if (this.voicedRunMs < rule.minVoicedMs) return;
-    const heard = [...this.finals.map((f) => f.text), this.interim].join(' ');
-    const words = meaningfulWords(heard).length;
-    if (words >= rule.needsWords || this.voicedRunMs >= rule.forceMs) {
+    const forced = this.state === 'speaking' && this.voicedRunMs >= rule.forceMs;
+    let qualifies: boolean;
+    if (rule.needsWords === 0) qualifies = this.state === 'speaking' && this.voicedRunMs >= rule.minVoicedMs;
+    else {
+      const heard = [...this.finals.map((f) => f.text), this.interim].join(' ');
+      qualifies = this.utteranceVoicedMs >= rule.minVoicedMs && meaningfulWords(heard).length >= rule.needsWords;
+    }
+    if (qualifies || forced) {
       this.audibleTurns.clear();
       this.overlapping = false;
       this.push({ kind: 'interrupt', cause: 'barge-in', at, speechOnsetAt: this.speechOnsetAt });

@@ -117,20 +117,55 @@ describe('TurnDetector: endpointing', () => {
 });
 
 describe('TurnDetector: barge-in', () => {
-  it('interrupts at medium on 200 ms of speech with words over the audible agent', () => {
+  it('interrupts at medium on the first meaningful word once 100 ms of speech were heard over the audible agent', () => {
     const { h, feed } = setup();
     h.up(frames.audioStarted('turn_a', 900));
     expect(h.upOf('agent.audio-started')).toHaveLength(1);
-    feed(1000, 100, true);
-    h.down(frames.interim('wait stop', 1100));
+    feed(1000, 60, true);
+    h.down(frames.interim('wait', 1060));
+    // A word, but only 60 ms of voice so far: not yet.
     expect(h.downOf('interrupt')).toEqual([]);
-    feed(1100, 200, true);
-    expect(h.downOf('interrupt')).toEqual([{ kind: 'interrupt', cause: 'barge-in', at: 1180, speechOnsetAt: 1000 }]);
+    feed(1060, 60, true);
+    expect(h.downOf('interrupt')).toEqual([{ kind: 'interrupt', cause: 'barge-in', at: 1080, speechOnsetAt: 1000 }]);
+    feed(1120, 180, true);
     // What the caller says after barging in is an ordinary turn.
     feed(1300, 40, false);
     h.down(frames.final('Wait, stop.', 1360, { speechFinal: true }));
     expect(h.downOf('interrupt')).toHaveLength(1);
     expect(h.downOf('user.turn').map((f) => f.turn.text)).toEqual(['Wait, stop.']);
+  });
+
+  it('interrupts at medium on a word that arrives in a short pause between words, counting the voice before the pause', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    // "What | are your…": 140 ms of voice, a 40 ms pause (speech stopped), then more voice.
+    feed(1000, 140, true);
+    feed(1140, 40, false);
+    expect(h.downOf('user.stopped-speaking')).toHaveLength(1);
+    h.down(frames.interim('what', 1180));
+    expect(h.downOf('interrupt')).toEqual([{ kind: 'interrupt', cause: 'barge-in', at: 1180, speechOnsetAt: 1000 }]);
+  });
+
+  it('does not interrupt at medium on a long run of voice whose words are all backchannels', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 300, true);
+    h.down(frames.interim('yeah okay', 1300));
+    feed(1300, 400, true);
+    h.down(frames.interim('yeah okay mm-hmm', 1700));
+    expect(h.downOf('interrupt')).toEqual([]);
+    // The first real word does it.
+    h.down(frames.interim('yeah okay mm-hmm but', 1720));
+    expect(h.downOf('interrupt').map((f) => f.at)).toEqual([1720]);
+  });
+
+  it('does not interrupt at medium for a 160 ms cough, however loud', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 160, true);
+    feed(1160, 2000, false);
+    expect(h.downOf('interrupt')).toEqual([]);
+    expect(h.downOf('user.turn')).toEqual([]);
   });
 
   it('does not interrupt for a 140 ms cough', () => {
