@@ -277,6 +277,16 @@ describe('renderCallReportHtml', () => {
     expect(table).toMatch(/gateway\s+31 34\s+- 2\.3/);
   });
 
+  it('warns when the load average shows the machine was busy, and lists it in the settings', () => {
+    const busy = renderCallReportHtml(withEdit((r) => Object.assign(r, { loadAverage: { atStart: 1.2, atEnd: 3.75 } })));
+    expect(busy).toContain('The machine was busy: load average 1.2 at the start and 3.8 at the end on 2 cores');
+    expect(busy).toContain('<td>1.20 / 3.75</td>');
+    const calm = renderCallReportHtml(withEdit((r) => Object.assign(r, { loadAverage: { atStart: 0.4, atEnd: 2 } })));
+    expect(calm).not.toContain('The machine was busy');
+    expect(calm).toContain('<td>0.40 / 2.00</td>');
+    expect(renderCallReportHtml(fixture())).not.toContain('load average');
+  });
+
   it('says there is no relay baseline instead of drawing its charts', () => {
     const html = renderCallReportHtml(
       withEdit((r) => {

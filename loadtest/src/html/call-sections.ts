@@ -41,6 +41,11 @@ function cpuMs(run: TargetRun | null): number | null {
   return v === null ? null : v * 1000;
 }
 
+/** The machine's load average around the run, in reports that carry it (added after the first version). */
+function loadAverageOf(report: CallBenchReport): { atStart: number; atEnd: number } | null {
+  return (report as { loadAverage?: { atStart: number; atEnd: number } }).loadAverage ?? null;
+}
+
 function summary(report: CallBenchReport, targets: TargetCheck[]): PageSection {
   const g = report.gateway;
   const failed = targets.filter((t) => t.pass === false).map((t) => t.name);
@@ -56,6 +61,10 @@ function summary(report: CallBenchReport, targets: TargetCheck[]): PageSection {
   ];
   if (g.peakConcurrentCalls < TARGET_CONCURRENCY) {
     lines.push(para(`The issue's targets are set at ${TARGET_CONCURRENCY} concurrent calls; this run reached ${g.peakConcurrentCalls}.`, 'muted'));
+  }
+  const load = loadAverageOf(report);
+  if (load && Math.max(load.atStart, load.atEnd) > report.machine.cpus) {
+    lines.push(para(`The machine was busy: load average ${fixed(load.atStart, 1)} at the start and ${fixed(load.atEnd, 1)} at the end on ${report.machine.cpus} cores, so other work competed with the processes measured.`, 'bad'));
   }
   const notes = runsOf(report).flatMap((run) => (run.notes ?? []).map((n) => `${run.target}: ${n}`));
   if (notes.length > 0) lines.push(`<p>Notes:</p>\n<ul>${notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>`);
@@ -197,7 +206,7 @@ function failures(report: CallBenchReport): PageSection | null {
 function settings(report: CallBenchReport): PageSection {
   const s = report.settings;
   const m = report.machine;
-  const rows: Cell[][] = [
+  const pairs: [string, string][] = [
     ['calls', String(s.calls)],
     ['ramp / steady s', `${s.rampSec} / ${s.steadySec}`],
     ['caller workers', String(s.workers)],
@@ -205,7 +214,10 @@ function settings(report: CallBenchReport): PageSection {
     ['bare relay baseline', s.relay ? 'yes' : 'no'],
     ['machine', `${m.cpus} × ${m.cpuModel}`],
     ['runtime', `Node ${m.node}, ${m.platform} ${m.arch}`],
-  ].map(([k, v]) => [k!, { text: v!, className: '' }]);
+  ];
+  const load = loadAverageOf(report);
+  if (load) pairs.push(['load average (1 min) at start / end', `${fixed(load.atStart, 2)} / ${fixed(load.atEnd, 2)}`]);
+  const rows: Cell[][] = pairs.map(([k, v]) => [k, { text: v, className: '' }]);
   const script = s.script.length > 0 ? `<p>Caller script:</p>\n<ol>${s.script.map((line) => `<li>${escapeHtml(line)}</li>`).join('')}</ol>` : '';
   return { heading: 'Settings and machine', html: [htmlTable(['setting', 'value'], rows), script].join('\n') };
 }
