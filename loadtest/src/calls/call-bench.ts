@@ -129,6 +129,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
       slots: shares[i]!,
       steadyEndAt,
       relayCallMs,
+      runStartAt: startAt,
       callTimeoutMs: CALL_TIMEOUT_MS,
       utteranceBreakMs: UTTERANCE_BREAK_MS,
     });
@@ -176,6 +177,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
 
 async function bench(config: CallBenchConfig, started: Started): Promise<number> {
   const startedAt = new Date();
+  const loadAtStart = os.loadavg()[0]!;
   progress('starting the provider simulators, the gateway and the caller processes');
   const sims = track(started, new Child<SimsStart, SimsMessage>('simulators', new URL('./sims-process.ts', import.meta.url)));
   const providers = sims.next('ready', START_TIMEOUT_MS);
@@ -199,7 +201,7 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
     gateway: gateway.run,
     relay,
   });
-  const report = withTargets(base, fns.checkTargets?.(base) ?? []);
+  const report = { ...withTargets(base, fns.checkTargets?.(base) ?? []), loadAverage: { atStart: loadAtStart, atEnd: os.loadavg()[0]! } };
 
   mkdirSync(config.outDir, { recursive: true });
   const jsonFile = join(config.outDir, reportFileName(startedAt, 'calls'));
@@ -208,6 +210,8 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
   if (fns.renderCallReportHtml) writeFileSync(htmlFile, fns.renderCallReportHtml(report));
 
   process.stdout.write(`\n${fns.formatCallTable ? fns.formatCallTable(report) : formatCallSummary(report)}\n\n`);
+  const busy = Math.max(report.loadAverage.atStart, report.loadAverage.atEnd);
+  if (busy > report.capacity.cores) process.stdout.write(`warning: the machine's load average reached ${busy.toFixed(1)} on ${report.capacity.cores} cores: other work competed with the processes measured\n`);
   process.stdout.write(`results written to ${jsonFile}${fns.renderCallReportHtml ? ` and ${htmlFile}` : ''}\n`);
   process.stdout.write(`${report.ok ? 'OK' : 'NOT OK'}: ${report.gateway.calls.failed} failed gateway calls; ${report.targets.filter((t) => t.pass === false).length} of ${report.targets.length} targets missed\n`);
   return report.ok ? 0 : 1;

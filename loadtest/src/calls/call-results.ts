@@ -165,4 +165,9 @@ export interface CallBenchReport {
   targets: TargetCheck[];
   /** Every target that could be measured passed, and no call failed. */
   ok: boolean;
+  /**
+   * The machine's 1-minute load average when the run started and ended (`os.loadavg()`):
+   * above the core count, other work was competing with the processes measured.
+   */
+  loadAverage?: { atStart: number; atEnd: number };
 }

@@ -19,6 +19,9 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0,
 /** Silence between two lines of a relay call, ms. */
 const RELAY_PAUSE_MS = 1500;
 
+/** Pause before redialling after a failed call, ms. */
+const REDIAL_AFTER_FAILURE_MS = 1000;
+
 /** Calls open now, hung up when the parent says stop. */
 const live = new Set<TwilioCallerSimulator>();
 let stopping = false;
@@ -71,7 +74,8 @@ async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
     call = await TwilioCallerSimulator.connect(run.streamUrl, { callSid, customParameters: { agentId: run.agentId, tenantId: run.tenantId }, connectTimeoutMs: 10_000 });
   } catch (err) {
     rec.endedAt = epochNow();
-    rec.failure = failure(callSid, 'connect', err instanceof Error ? err.message : String(err));
+    const at = ((dialledAt - run.runStartAt) / 1000).toFixed(1);
+    rec.failure = failure(callSid, 'connect', `${err instanceof Error ? err.message : String(err)} (dialled ${at} s into the run, gave up after ${((rec.endedAt - dialledAt) / 1000).toFixed(1)} s)`);
     return rec;
   }
   rec.connectedAt = epochNow();
@@ -96,7 +100,8 @@ async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
     else rec.failure = failure(callSid, 'script', 'stopped by the benchmark before the script ended');
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    rec.failure = failure(callSid, serverClosed ? 'dropped' : 'script', stopping ? `stopped by the benchmark: ${message}` : message);
+    const into = `${((epochNow() - rec.connectedAt) / 1000).toFixed(1)} s into the call`;
+    rec.failure = failure(callSid, serverClosed ? 'dropped' : 'script', `${stopping ? 'stopped by the benchmark: ' : ''}${message} (${into})`);
   } finally {
     clearTimeout(timer);
     if (!serverClosed) await hangup();
@@ -119,7 +124,10 @@ async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
 async function runSlot(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint8Array>): Promise<void> {
   await sleep(slot.startAt - epochNow());
   while (!stopping && epochNow() < run.steadyEndAt) {
-    send({ kind: 'call', record: await oneCall(run, slot, clips) });
+    const record = await oneCall(run, slot, clips);
+    send({ kind: 'call', record });
+    // A caller whose call failed waits before redialling, as people do, rather than hammering a struggling server.
+    if (record.failure) await sleep(REDIAL_AFTER_FAILURE_MS);
   }
 }
 

@@ -87,6 +87,8 @@ export interface WorkerRun {
   /** STT simulator's base URL: each call's lines are scripted over its control API before dialling (gateway only). */
   deepgramUrl: string | null;
   slots: CallerSlot[];
+  /** The first slot's dial (epoch ms): failures say when they happened relative to it. */
+  runStartAt: number;
   /** No call is dialled at or after this epoch ms. */
   steadyEndAt: number;
   /** Relay calls last this long (they have no agent turns to wait for), ms. */
