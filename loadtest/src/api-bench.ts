@@ -17,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mixedRequests, readShare, TEMPLATE_PATHS } from './api-mix.js';
 import { startBareServer } from './bare-server.js';
+import { renderApiReportHtml } from './html/api-report.js';
 import type { BareServer } from './bare-server.js';
 import { startBenchPlatform } from './bench-platform.js';
 import type { BenchPlatform } from './bench-platform.js';
@@ -176,6 +177,8 @@ async function bench(config: BenchConfig, started: { platform?: BenchPlatform; b
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, reportFileName(startedAt));
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  const htmlFile = file.replace(/\.json$/, '.html');
+  writeFileSync(htmlFile, renderApiReportHtml(report));
 
   const m = report.machine;
   const table = formatTable(open ? [...comparisons, open.comparison] : comparisons);
@@ -191,6 +194,7 @@ async function bench(config: BenchConfig, started: { platform?: BenchPlatform; b
       formatTargets(report.targets),
       '',
       `ratios are platform / bare; mixed req/s is the achieved rate; results written to ${file}`,
+      `HTML report: ${htmlFile}`,
       ...report.failures.map((f) => `FAIL ${f}`),
       '',
     ].join('\n'),

@@ -63,6 +63,14 @@ describe.skipIf(!reachable)('pnpm bench:api (smoke)', () => {
     for (const t of report.targets) expect(typeof t.pass).toBe('boolean');
     expect(report.targets[2]!.pass).toBe(true);
 
+    // The HTML report next to the JSON, self-contained, with the figures in it.
+    const htmlFile = file.replace(/\.json$/, '.html');
+    expect(run.stdout).toContain(`HTML report: ${htmlFile}`);
+    const html = readFileSync(htmlFile, 'utf8');
+    expect(html).toMatch(/^<!doctype html>/i);
+    expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=/i);
+    expect(html).toContain('open-loop mixed p99 at 100 req/s');
+
     expect(run.stdout).toMatch(/^mixed\s+\d+/m);
     expect(run.stdout).toMatch(/^open-loop mixed errors \+ non-2xx\s+0\s+0 errors \(0 timeouts\), 0 non-2xx\s+PASS$/m);
   }, 120_000);
