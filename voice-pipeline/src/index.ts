@@ -23,5 +23,7 @@ export type { ProviderKeys, ProviderRuntime } from './providers/sandbox.js';
 export { withLlmRetry } from './providers/retry.js';
 export { OpenAiLlm } from './providers/openai/llm.js';
 export type { OpenAiLlmOptions } from './providers/openai/llm.js';
+// The offline embedding the control plane's local embedder uses and the OpenAI simulator answers with.
+export { hashEmbedding, HASH_EMBEDDING_DIMENSIONS, HASH_EMBEDDING_MODEL } from './providers/openai/hash-embedding.js';
 // Post-call analysis (structured output through the same LLM adapters).
 export * from './analysis/index.js';

@@ -1,8 +1,8 @@
 /**
- * A protocol-faithful OpenAI Chat Completions server on loopback (reference/llm.md §1 and
- * §7): Bearer auth, OpenAI's error JSON, real SSE with the exact chunk shapes, scripted
- * replies, and faults on demand. Tests, sandbox mode and load tests point the real SDK at
- * it with `baseUrl: sim.url`.
+ * A protocol-faithful OpenAI Chat Completions and Embeddings server on loopback
+ * (reference/llm.md §1, §2 and §7): Bearer auth, OpenAI's error JSON, real SSE with the exact
+ * chunk shapes, scripted replies, deterministic embeddings (sim-embeddings.ts), and faults
+ * on demand. Tests, sandbox mode and load tests point the real SDK at it with `baseUrl: sim.url`.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -11,18 +11,20 @@ import { z } from 'zod';
 import { defaultOpenAiReply, errorBody, faultBody, matchRule, ruleReply, validateChatBody, type OpenAiErrorBody, type PlannedReply, type ReplyRule, type SimWireMessage } from './sim-script.js';
 import { checkResponseFormat, structuredContent } from './sim-response-format.js';
 import { countPromptTokens, splitTokens } from './tokens.js';
+import { answerEmbeddings } from './sim-embeddings.js';
 
 export { countPromptTokens, countTextTokens, splitTokens } from './tokens.js';
 export type { ReplyMatch, ReplyRule, SimWireMessage } from './sim-script.js';
 export { ANALYSIS_SCHEMA_NAME } from './sim-analysis.js';
+export { OPENAI_EMBEDDING_DIMENSIONS, SIM_DEFAULT_EMBEDDING_DIMENSIONS } from './sim-embeddings.js';
 
-/** Latency and failures the simulator applies to the next chat requests. All times in ms. */
+/** Latency and failures the simulator applies to the next requests. All times in ms. */
 export interface OpenAiSimFaults {
-  /** Delay between the response headers and the first chunk (time to first token). */
+  /** Delay between the response headers and the first chunk (time to first token); an embeddings answer waits this long too. */
   firstTokenDelayMs: number;
   /** Delay between consecutive tokens (and tool-argument fragments). */
   interTokenDelayMs: number;
-  /** Answer the next `count` chat requests with this HTTP status and OpenAI's error JSON. */
+  /** Answer the next `count` requests (chat or embeddings) with this HTTP status and OpenAI's error JSON. */
   failNext: { status: number; count: number } | null;
   /** After this many tokens, send `data: {"error":…}` and end the response. */
   midStreamErrorAfterTokens: number | null;
@@ -30,6 +32,8 @@ export interface OpenAiSimFaults {
   dropAfterTokens: number | null;
   /** Read the request and never answer it. */
   hang: boolean;
+  /** Embedding vectors of this many dimensions whatever the model and request say (a server that changed model under us). */
+  embeddingDimensions: number | null;
 }
 
 export const DEFAULT_OPENAI_SIM_FAULTS: Readonly<OpenAiSimFaults> = Object.freeze({
@@ -39,6 +43,7 @@ export const DEFAULT_OPENAI_SIM_FAULTS: Readonly<OpenAiSimFaults> = Object.freez
   midStreamErrorAfterTokens: null,
   dropAfterTokens: null,
   hang: false,
+  embeddingDimensions: null,
 });
 
 /** One request the simulator received, as it was on the wire. */
@@ -56,6 +61,8 @@ export interface OpenAiSimRequest {
   /** The client closed the connection before the response was complete. */
   clientDisconnected: boolean;
 }
+
+type Answer = (status: number, body: unknown, headers?: Record<string, string>) => void;
 
 interface StreamPlan {
   plan: PlannedReply;
@@ -78,6 +85,7 @@ const FaultsPatch = z
     midStreamErrorAfterTokens: z.number().int().min(0).nullable(),
     dropAfterTokens: z.number().int().min(0).nullable(),
     hang: z.boolean(),
+    embeddingDimensions: z.number().int().min(1).max(8192).nullable(),
   })
   .partial()
   .strict();
@@ -156,7 +164,7 @@ export class OpenAiSimulator {
     this.rules = [];
   }
 
-  /** Merge into the current faults; `failNext.count` counts down per chat request. */
+  /** Merge into the current faults; `failNext.count` counts down per request (chat or embeddings). */
   setFaults(patch: Partial<OpenAiSimFaults>): void {
     this.faults = { ...this.faults, ...patch };
   }
@@ -194,16 +202,22 @@ export class OpenAiSimulator {
     if (path.startsWith('/__sim/')) return this.control(req.method ?? 'GET', path, raw, res);
     res.setHeader('x-request-id', `req_${randomBytes(12).toString('hex')}`);
     if (req.method === 'POST' && path === '/v1/chat/completions') return this.chat(req, res, raw, path);
+    if (req.method === 'POST' && path === '/v1/embeddings') return this.embeddings(req, res, raw, path);
     sendJson(res, 404, errorBody(`Invalid URL (${req.method ?? 'GET'} ${path})`, 'invalid_request_error'));
   }
 
-  private async chat(req: IncomingMessage, res: ServerResponse, raw: string, path: string): Promise<void> {
+  /**
+   * What chat and embeddings share: the request log, Bearer auth, JSON parsing and `failNext`.
+   * Answers and returns null when the request ends here, else the parsed body and the
+   * request's fault snapshot.
+   */
+  private admit(req: IncomingMessage, res: ServerResponse, raw: string, path: string): { record: OpenAiSimRequest; answer: Answer; body: unknown; faults: OpenAiSimFaults } | null {
     const record: OpenAiSimRequest = { method: 'POST', path, headers: { ...req.headers }, body: raw, status: null, completed: false, clientDisconnected: false };
     this.requests.push(record);
     res.on('close', () => {
       if (!record.completed && !this.dropped.has(res)) record.clientDisconnected = true;
     });
-    const answer = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
+    const answer: Answer = (status, body, headers = {}) => {
       record.status = status;
       sendJson(res, status, body, headers);
       record.completed = true;
@@ -211,16 +225,19 @@ export class OpenAiSimulator {
 
     const auth = req.headers.authorization;
     if (auth === undefined) {
-      return answer(401, errorBody("You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", 'invalid_request_error'));
+      answer(401, errorBody("You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", 'invalid_request_error'));
+      return null;
     }
     if (auth !== `Bearer ${this.apiKey}`) {
-      return answer(401, errorBody(`Incorrect API key provided: ${redactKey(auth.replace(/^Bearer\s+/i, ''))}. You can find your API key at https://platform.openai.com/account/api-keys.`, 'invalid_request_error', null, 'invalid_api_key'));
+      answer(401, errorBody(`Incorrect API key provided: ${redactKey(auth.replace(/^Bearer\s+/i, ''))}. You can find your API key at https://platform.openai.com/account/api-keys.`, 'invalid_request_error', null, 'invalid_api_key'));
+      return null;
     }
     let body: unknown;
     try {
       body = JSON.parse(raw);
     } catch {
-      return answer(400, errorBody('We could not parse the JSON body of your request. (HINT: This likely means you aren\'t using your HTTP library correctly. The OpenAI API expects a JSON payload.)', 'invalid_request_error'));
+      answer(400, errorBody('We could not parse the JSON body of your request. (HINT: This likely means you aren\'t using your HTTP library correctly. The OpenAI API expects a JSON payload.)', 'invalid_request_error'));
+      return null;
     }
     record.body = body;
     const faults = { ...this.faults };
@@ -228,8 +245,27 @@ export class OpenAiSimulator {
       const { status } = faults.failNext;
       this.faults.failNext = faults.failNext.count > 1 ? { status, count: faults.failNext.count - 1 } : null;
       const model = typeof (body as { model?: unknown }).model === 'string' ? (body as { model: string }).model : 'gpt-4o-mini';
-      return answer(status, faultBody(status, model), status === 429 ? { 'retry-after': '1', 'x-ratelimit-limit-requests': '3', 'x-ratelimit-remaining-requests': '0', 'x-ratelimit-reset-requests': '1s' } : {});
+      answer(status, faultBody(status, model), status === 429 ? { 'retry-after': '1', 'x-ratelimit-limit-requests': '3', 'x-ratelimit-remaining-requests': '0', 'x-ratelimit-reset-requests': '1s' } : {});
+      return null;
     }
+    return { record, answer, body, faults };
+  }
+
+  private async embeddings(req: IncomingMessage, res: ServerResponse, raw: string, path: string): Promise<void> {
+    const admitted = this.admit(req, res, raw, path);
+    if (admitted === null) return;
+    const { answer, body, faults } = admitted;
+    const outcome = answerEmbeddings(body, faults.embeddingDimensions);
+    if (outcome.status !== 200) return answer(outcome.status, outcome.body);
+    if (faults.hang) return; // the client's timeout or sim.close() ends it
+    await this.sleep(faults.firstTokenDelayMs);
+    answer(200, outcome.body);
+  }
+
+  private async chat(req: IncomingMessage, res: ServerResponse, raw: string, path: string): Promise<void> {
+    const admitted = this.admit(req, res, raw, path);
+    if (admitted === null) return;
+    const { record, answer, body, faults } = admitted;
     const invalid = validateChatBody(body);
     if (invalid) return answer(400, invalid);
     const b = body as { model: string; messages: SimWireMessage[]; stream?: boolean; stream_options?: { include_usage?: boolean } | null; max_tokens?: number | null; max_completion_tokens?: number | null; response_format?: unknown };
