@@ -10,7 +10,7 @@ CREATE TABLE "kb_chunks" (
 	"metadata" jsonb DEFAULT '{}'::jsonb NOT NULL,
 	"embedding_model" text NOT NULL,
 	"embedding" real[] NOT NULL,
-	"search_vector" "tsvector" GENERATED ALWAYS AS ((to_tsvector('simple'::regconfig, (coalesce(context, '') || ' ' || text)) || to_tsvector('simple'::regconfig, regexp_replace((coalesce(context, '') || ' ' || text), '[-_./#:]+', ' ', 'g')) || to_tsvector('simple'::regconfig, regexp_replace((coalesce(context, '') || ' ' || text), '([[:alnum:]])[-_./]+(?=[[:alnum:]])', '\1', 'g')))) STORED NOT NULL
+	"search_vector" "tsvector" GENERATED ALWAYS AS ((to_tsvector('simple'::regconfig, (coalesce(context, '') || ' ' || text)) || to_tsvector('simple'::regconfig, regexp_replace(regexp_replace((coalesce(context, '') || ' ' || text), '([^[:space:]]*[[:alnum:]][-_./#:]+[[:alnum:]][^[:space:]]*)|[^[:space:]]+', '\1', 'g'), '[-_./#:]+', ' ', 'g') || ' ' || regexp_replace(regexp_replace((coalesce(context, '') || ' ' || text), '([^[:space:]]*[[:alnum:]][-_./#:]+[[:alnum:]][^[:space:]]*)|[^[:space:]]+', '\1', 'g'), '([[:alnum:]])[-_./#:]+(?=[[:alnum:]])', '\1', 'g')))) STORED NOT NULL
 );
 --> statement-breakpoint
 CREATE TABLE "kb_document_agents" (
@@ -47,10 +47,19 @@ CREATE TABLE "kb_embedding_models" (
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "kb_term_stats" (
+	"tenant_id" text NOT NULL,
+	"embedding_model" text NOT NULL,
+	"lexeme" text NOT NULL,
+	"chunk_count" integer NOT NULL,
+	CONSTRAINT "kb_term_stats_tenant_id_embedding_model_lexeme_pk" PRIMARY KEY("tenant_id","embedding_model","lexeme")
+);
+--> statement-breakpoint
 ALTER TABLE "kb_chunks" ADD CONSTRAINT "kb_chunks_document_id_kb_documents_id_fk" FOREIGN KEY ("document_id") REFERENCES "public"."kb_documents"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "kb_document_agents" ADD CONSTRAINT "kb_document_agents_document_id_kb_documents_id_fk" FOREIGN KEY ("document_id") REFERENCES "public"."kb_documents"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "kb_document_agents" ADD CONSTRAINT "kb_document_agents_agent_id_agents_id_fk" FOREIGN KEY ("agent_id") REFERENCES "public"."agents"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "kb_documents" ADD CONSTRAINT "kb_documents_tenant_id_tenants_id_fk" FOREIGN KEY ("tenant_id") REFERENCES "public"."tenants"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "kb_term_stats" ADD CONSTRAINT "kb_term_stats_tenant_id_tenants_id_fk" FOREIGN KEY ("tenant_id") REFERENCES "public"."tenants"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "kb_chunks_document_position_key" ON "kb_chunks" USING btree ("document_id","position");--> statement-breakpoint
 CREATE INDEX "kb_chunks_tenant_model_idx" ON "kb_chunks" USING btree ("tenant_id","embedding_model");--> statement-breakpoint
 CREATE INDEX "kb_chunks_search_vector_idx" ON "kb_chunks" USING gin ("search_vector");--> statement-breakpoint

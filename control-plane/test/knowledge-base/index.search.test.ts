@@ -223,4 +223,37 @@ describe.each(backends)('knowledge-base index on $name', (backend) => {
     await index.deleteDocument(t, doc);
     expect((await replica.search(q)).totalMatches).toBe(0);
   });
+
+  it('keeps the term counts equal to what the chunks hold through writes, reindexes and deletes', async () => {
+    const t = await insertTenant(database.pool);
+    const a = await insertDocument(database.pool, t, 'A');
+    const b = await insertDocument(database.pool, t, 'B');
+    await Promise.all([
+      index.replaceDocumentChunks(a, MODEL, chunksOf(['Crate XK-4471 and crate XK-4472.', 'The terrace opens at noon.']), [topicVector('shipping'), topicVector('hours')]),
+      index.replaceDocumentChunks(b, MODEL, chunksOf(['The terrace closes at ten.']), [topicVector('hours')]),
+    ]);
+    await index.replaceDocumentChunks(a, 'test-topics-12', chunksOf(['Crate XK-4471 moved.']), [topicVector('shipping', 0, 12)]);
+    await index.replaceDocumentChunks(b, MODEL, chunksOf(['The terrace closes at ten.', 'Terrace heaters on request.']), [topicVector('hours'), topicVector('hours', 0.2)]);
+    const stats = async () =>
+      (
+        await database.pool.query<{ m: string; l: string; n: number }>(
+          `select embedding_model as m, lexeme as l, chunk_count as n from kb_term_stats where tenant_id = $1 and chunk_count > 0 order by 1, 2`,
+          [t],
+        )
+      ).rows;
+    const truth = async () =>
+      (
+        await database.pool.query<{ m: string; l: string; n: number }>(
+          `select c.embedding_model as m, u.lexeme as l, count(*)::int as n from kb_chunks c cross join lateral unnest(c.search_vector) u
+           where c.tenant_id = $1 group by 1, 2 order by 1, 2`,
+          [t],
+        )
+      ).rows;
+    expect(await stats()).toEqual(await truth());
+    expect((await stats()).find((r) => r.m === MODEL && r.l === 'terrace')?.n).toBe(2);
+    expect((await stats()).find((r) => r.m === 'test-topics-12' && r.l === 'xk4471')?.n).toBe(1);
+    await index.deleteDocument(t, b);
+    expect(await stats()).toEqual(await truth());
+    expect((await stats()).some((r) => r.l === 'terrace')).toBe(false);
+  });
 });

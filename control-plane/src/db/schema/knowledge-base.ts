@@ -15,12 +15,15 @@ export type KbDocumentStatus = 'pending' | 'processing' | 'indexed' | 'failed';
 /**
  * The full-text configuration of the knowledge base: `simple` (no stemming, no stop words,
  * any language), so codes, numbers and names match as written. Besides the text as parsed,
- * the vector holds two spellings of every code: separators as spaces (`XK-4471` also gives
- * `4471`) and separators removed (`xk4471`), so `XK-4471`, `XK 4471`, `xk4471` and `4471`
- * all find it. The same function builds the query's terms, so both sides always agree.
+ * the vector holds two more spellings of every code-like token (letters or digits joined by
+ * `-_./#:`): separators as spaces (`XK-4471` also gives `4471`) and separators removed
+ * (`xk4471`), so `XK-4471`, `XK 4471`, `xk4471` and `4471` all find it. Only code-like
+ * tokens are re-parsed, which keeps the generated column cheap. The same expression builds
+ * the query's terms, so both sides always agree.
  */
 export function kbTsvectorExpression(textExpr: string): string {
-  return `(to_tsvector('simple'::regconfig, ${textExpr}) || to_tsvector('simple'::regconfig, regexp_replace(${textExpr}, '[-_./#:]+', ' ', 'g')) || to_tsvector('simple'::regconfig, regexp_replace(${textExpr}, '([[:alnum:]])[-_./]+(?=[[:alnum:]])', '\\1', 'g')))`;
+  const codes = `regexp_replace(${textExpr}, '([^[:space:]]*[[:alnum:]][-_./#:]+[[:alnum:]][^[:space:]]*)|[^[:space:]]+', '\\1', 'g')`;
+  return `(to_tsvector('simple'::regconfig, ${textExpr}) || to_tsvector('simple'::regconfig, regexp_replace(${codes}, '[-_./#:]+', ' ', 'g') || ' ' || regexp_replace(${codes}, '([[:alnum:]])[-_./#:]+(?=[[:alnum:]])', '\\1', 'g')))`;
 }
 
 const tsvector = customType<{ data: string }>({
@@ -114,3 +117,19 @@ export const kbEmbeddingModels = pgTable('kb_embedding_models', {
   dimensions: integer('dimensions').notNull(),
   createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
 });
+
+/**
+ * How many chunks of a tenant's model contain each full-text term (document frequency),
+ * kept exact by the index on every write and delete. Search weighs query terms by rarity
+ * (idf) from here: counting matches at query time costs a heap visit per matching chunk.
+ */
+export const kbTermStats = pgTable(
+  'kb_term_stats',
+  {
+    tenantId: text('tenant_id').notNull().references(() => tenants.id, { onDelete: 'cascade' }),
+    embeddingModel: text('embedding_model').notNull(),
+    lexeme: text('lexeme').notNull(),
+    chunkCount: integer('chunk_count').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.tenantId, t.embeddingModel, t.lexeme] })],
+);

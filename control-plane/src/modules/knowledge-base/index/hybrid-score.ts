@@ -14,13 +14,16 @@
  */
 export const TEXT_WEIGHT = 0.8;
 
-/** Terms found in more than this many chunks count as common: they weigh in `text` but do not select candidates. */
-export const DF_CAP = 1000;
+/**
+ * Full-text candidates come from the query's rarest terms, as long as the chunks holding them
+ * add up to at most this many; commoner terms still count in `text` for every candidate.
+ */
+export const TEXT_SCAN_ROWS = 2000;
 
 export interface QueryTerm {
   /** The lexeme as a one-term tsquery literal (quoted). */
   tsquery: string;
-  /** Chunks containing it (capped at {@link DF_CAP}). */
+  /** The tenant's chunks of the model containing it. */
   df: number;
   weight: number;
 }

@@ -4,7 +4,7 @@ import { kbTsvectorExpression } from '../../../db/schema/knowledge-base.js';
 import type { KbChunk } from '../types.js';
 import { FallbackVectorCache, normalised } from './fallback-vector-cache.js';
 import type { CachedDocumentRef } from './fallback-vector-cache.js';
-import { DF_CAP, excerptOf, hybridScore, termWeight } from './hybrid-score.js';
+import { TEXT_SCAN_ROWS, excerptOf, hybridScore, termWeight } from './hybrid-score.js';
 import type { QueryTerm } from './hybrid-score.js';
 import type { VectorSupport } from './vector-support.js';
 
@@ -122,6 +122,8 @@ export class KbIndex {
       const row = doc.rows[0];
       if (!row) throw new KbIndexError('document_not_found', `document ${documentId} does not exist`);
       tenantId = row.tenant_id;
+      await lockTenantStats(client, tenantId);
+      await client.query(DECREMENT_TERM_STATS, [documentId, tenantId]);
       await client.query('delete from kb_chunks where document_id = $1', [documentId]);
       for (let start = 0; start < chunks.length; start += INSERT_BATCH) {
         const batch = chunks.slice(start, start + INSERT_BATCH);
@@ -149,6 +151,7 @@ export class KbIndex {
           ],
         );
       }
+      await client.query(INCREMENT_TERM_STATS, [documentId, tenantId, model]);
       const updated = await client.query<{ version: string }>(
         `update kb_documents set status = 'indexed', progress = 100, error = null, embedding_model = $2, chunk_count = $3,
                 processed_at = clock_timestamp(), updated_at = clock_timestamp()
@@ -172,9 +175,23 @@ export class KbIndex {
 
   /** Deletes a document with its chunks, vectors and agent assignments; false when the tenant has no such document. */
   async deleteDocument(tenantId: string, documentId: string): Promise<boolean> {
-    const r = await this.pool.query('delete from kb_documents where id = $1 and tenant_id = $2', [documentId, tenantId]);
+    const client = await this.pool.connect();
+    let deleted: boolean;
+    try {
+      await client.query('begin');
+      await lockTenantStats(client, tenantId);
+      await client.query(DECREMENT_TERM_STATS, [documentId, tenantId]);
+      const r = await client.query('delete from kb_documents where id = $1 and tenant_id = $2', [documentId, tenantId]);
+      deleted = (r.rowCount ?? 0) > 0;
+      await client.query(deleted ? 'commit' : 'rollback');
+    } catch (err) {
+      await client.query('rollback').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
     this.cache.forget(tenantId, documentId);
-    return (r.rowCount ?? 0) > 0;
+    return deleted;
   }
 
   /** Hybrid search over the tenant's `indexed` documents whose vectors come from `params.model`. */
@@ -192,7 +209,7 @@ export class KbIndex {
     const searchDocs = wanted ? indexed.filter((d) => wanted.has(d.id)) : indexed;
     if (searchDocs.length === 0) return { matches: [], totalMatches: 0 };
     const docIds = searchDocs.map((d) => d.id);
-    const totalChunks = searchDocs.reduce((n, d) => n + d.chunkCount, 0);
+    const totalChunks = indexed.reduce((n, d) => n + d.chunkCount, 0);
 
     const terms = await this.queryTerms(params.tenantId, params.model, params.query, totalChunks);
     const query = normalised(params.queryVector);
@@ -205,7 +222,7 @@ export class KbIndex {
     for (const h of textHits) if (!candidates.has(h.chunkId)) candidates.set(h.chunkId, h);
     if (candidates.size === 0) return { matches: [], totalMatches: 0 };
 
-    const rows = await this.fetchChunks([...candidates.keys()], terms, query, dims);
+    const rows = await this.fetchChunks(candidates, terms, query, dims);
     const names = new Map(searchDocs.map((d) => [d.id, d.name]));
     const totalWeight = terms.reduce((s, t) => s + t.weight, 0);
     const scored: KbSearchMatch[] = rows.map((r) => {
@@ -240,16 +257,19 @@ export class KbIndex {
     return r.rows.map((d) => ({ id: d.id, name: d.name, chunkCount: d.chunk_count, version: d.version }));
   }
 
-  /** The query's distinct full-text terms with how many of the tenant's chunks of this model hold each (capped). */
+  /** The query's distinct full-text terms found in the tenant's chunks of this model, with their chunk counts. */
   private async queryTerms(tenantId: string, model: string, query: string, totalChunks: number): Promise<QueryTerm[]> {
     const r = await this.pool.query<{ q: string; df: number }>(
-      `select t.q, (select count(*)::int from (
-                select 1 from kb_chunks c
-                where c.tenant_id = $2 and c.embedding_model = $3 and c.search_vector @@ t.q::tsquery limit $4) s) as df
-       from (select '''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''' as q from unnest(${QUERY_TSVECTOR})) t`,
-      [query, tenantId, model, DF_CAP],
+      // `offset 0` keeps the lateral subquery apart: one primary-key probe per query term, whatever
+      // the planner's statistics say (a fresh table has none and would be joined in full).
+      `select '''' || replace(replace(t.lexeme, '\\', '\\\\'), '''', '''''') || '''' as q, s.chunk_count as df
+       from unnest(${QUERY_TSVECTOR}) t
+       cross join lateral (select k.chunk_count from kb_term_stats k
+                           where k.tenant_id = $2 and k.embedding_model = $3 and k.lexeme = t.lexeme offset 0) s
+       where s.chunk_count > 0`,
+      [query, tenantId, model],
     );
-    return r.rows.filter((t) => t.df > 0).map((t) => ({ tsquery: t.q, df: t.df, weight: termWeight(totalChunks, t.df) }));
+    return r.rows.map((t) => ({ tsquery: t.q, df: t.df, weight: termWeight(totalChunks, t.df) }));
   }
 
   private async vectorCandidates(
@@ -287,7 +307,15 @@ export class KbIndex {
 
   /** The best chunks by weighted term share among those holding at least one selective (not common) term. */
   private async textCandidates(params: KbSearchParams, docIds: string[], terms: QueryTerm[], limit: number): Promise<Candidate[]> {
-    const selective = terms.filter((t) => t.df < DF_CAP);
+    // The rarest terms, as long as the chunks holding them stay few: common words select nothing
+    // useful and would make this scan as large as the tenant (they still count in the score).
+    const selective: QueryTerm[] = [];
+    let rows = 0;
+    for (const t of [...terms].sort((a, b) => a.df - b.df)) {
+      if (rows + t.df > TEXT_SCAN_ROWS) break;
+      selective.push(t);
+      rows += t.df;
+    }
     if (selective.length === 0) return [];
     const r = await this.pool.query<{ id: string; document_id: string }>(
       `select c.id, c.document_id from kb_chunks c
@@ -300,8 +328,10 @@ export class KbIndex {
   }
 
   /** The candidates' rows with their text-term weight and cosine similarity to the query. */
-  private async fetchChunks(ids: string[], terms: QueryTerm[], query: Float32Array, dims: number) {
+  private async fetchChunks(candidates: Map<string, Candidate>, terms: QueryTerm[], query: Float32Array, dims: number) {
     const withVector = this.vectorSupport.kind === 'pgvector';
+    // Fallback: the vector candidates' similarity is known; only text-only candidates need their vector.
+    const needVector = [...candidates.values()].filter((c) => c.similarity === null).map((c) => c.chunkId);
     const r = await this.pool.query<{
       id: string;
       document_id: string;
@@ -316,14 +346,15 @@ export class KbIndex {
       `select c.id, c.document_id, c.text, c.context, c.page_number, c.metadata,
               (select coalesce(sum(u.w), 0) from unnest($2::text[], $3::float8[]) u(q, w) where c.search_vector @@ u.q::tsquery) as text_weight,
               ${withVector ? `1 - (c.embedding::vector(${dims}) <=> $4::vector(${dims}))` : 'null::float8'} as similarity,
-              ${withVector ? 'null::text' : 'c.embedding::text'} as embedding
+              ${withVector ? 'null::text' : 'case when c.id = any($4::text[]) then c.embedding::text end'} as embedding
        from kb_chunks c where c.id = any($1::text[])`,
-      [ids, terms.map((t) => t.tsquery), terms.map((t) => t.weight), ...(withVector ? [vectorLiteral(query)] : [])],
+      [[...candidates.keys()], terms.map((t) => t.tsquery), terms.map((t) => t.weight), withVector ? vectorLiteral(query) : needVector],
     );
     return r.rows.map((row) => ({
       ...row,
       text_weight: Number(row.text_weight),
-      similarity: row.similarity !== null ? Number(row.similarity) : cosineOfText(row.embedding!, query),
+      similarity:
+        row.similarity !== null ? Number(row.similarity) : row.embedding !== null ? cosineOfText(row.embedding, query) : candidates.get(row.id)!.similarity!,
     }));
   }
 
@@ -368,6 +399,30 @@ export function nearestChunksSql(model: string, dims: number): string {
             order by ${vec} <=> $1::vector(${dims}) limit $4) n
           order by distance`;
 }
+
+/** Serialises term-count changes per tenant: concurrent writers would otherwise lock the same terms in opposite orders. */
+async function lockTenantStats(client: pg.PoolClient, tenantId: string): Promise<void> {
+  await client.query('select pg_advisory_xact_lock($1, hashtext($2))', [TERM_STATS_LOCK_CLASS, tenantId]);
+}
+
+const TERM_STATS_LOCK_CLASS = 7_361_008;
+
+/** $1 document, $2 tenant: takes the document's current chunks out of the term counts. */
+const DECREMENT_TERM_STATS = `
+  with old as (
+    select c.embedding_model, u.lexeme, count(*)::int as n
+    from kb_chunks c cross join lateral unnest(c.search_vector) u
+    where c.document_id = $1 group by c.embedding_model, u.lexeme)
+  update kb_term_stats s set chunk_count = s.chunk_count - old.n
+  from old where s.tenant_id = $2 and s.embedding_model = old.embedding_model and s.lexeme = old.lexeme`;
+
+/** $1 document, $2 tenant, $3 model: adds the document's (new) chunks to the term counts. */
+const INCREMENT_TERM_STATS = `
+  insert into kb_term_stats (tenant_id, embedding_model, lexeme, chunk_count)
+  select $2, $3, u.lexeme, count(*)::int
+  from kb_chunks c cross join lateral unnest(c.search_vector) u
+  where c.document_id = $1 group by u.lexeme order by u.lexeme
+  on conflict (tenant_id, embedding_model, lexeme) do update set chunk_count = kb_term_stats.chunk_count + excluded.chunk_count`;
 
 /** A document's chunk-set version: `processed_at` in microseconds, as text. */
 const VERSION_SQL = `coalesce((extract(epoch from processed_at) * 1000000)::bigint, 0)::text`;
