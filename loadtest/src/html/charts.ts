@@ -246,9 +246,11 @@ export function barCompareSvg(rows: CompareRow[], opts: ChartOptions = {}): stri
   const names = [...new Set(rows.flatMap((row) => row.values.map((v) => v.name)))];
   const max = Math.max(0, ...rows.flatMap((row) => row.values.map((v) => (finite(v.value) ? v.value : 0))));
   const barH = 16;
-  const groupH = Math.max(1, names.length) * barH + 14;
+  // Each group as tall as its own bars, so a one-value row (e.g. "requested") leaves no hole.
+  const groupTops = rows.reduce<number[]>((acc, row) => [...acc, acc[acc.length - 1]! + Math.max(1, row.values.length) * barH + 14], [0]);
+  const groupsH = groupTops[groupTops.length - 1]!;
   const top = opts.title ? 40 : 16;
-  const height = opts.height ?? top + rows.length * groupH + 40;
+  const height = opts.height ?? top + groupsH + 40;
   if (rows.length === 0) return noData(width, opts.height ?? 160, opts.title);
   const unit = opts.unit ? ` ${opts.unit}` : '';
   const left = Math.min(220, 12 + Math.max(...rows.map((row) => row.label.length)) * 6.5);
@@ -256,7 +258,7 @@ export function barCompareSvg(rows: CompareRow[], opts: ChartOptions = {}): stri
   const scale = max > 0 ? plotW / max : 0;
   let out = svgOpen(width, height, opts.title);
   rows.forEach((row, ri) => {
-    const y0 = top + ri * groupH;
+    const y0 = top + groupTops[ri]!;
     out += text(left - 6, y0 + (row.values.length * barH) / 2 + 4, row.label, 'text-anchor="end"');
     row.values.forEach((v, vi) => {
       const y = y0 + vi * barH;
@@ -268,7 +270,7 @@ export function barCompareSvg(rows: CompareRow[], opts: ChartOptions = {}): stri
       out += text(left + w + 4, y + barH - 4, `${finite(v.value) ? shortNumber(v.value) : '-'}${unit}`);
     });
   });
-  out += legend(names, left, top + rows.length * groupH + 16);
+  out += legend(names, left, top + groupsH + 16);
   return `${out}</svg>`;
 }
 
