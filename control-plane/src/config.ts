@@ -70,6 +70,9 @@ export const configSchema = z.object({
   JOBS_POLL_INTERVAL_MS: int(2000, 50, 60_000),
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined)),
+  KB_EMBEDDING_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined)),
+  KB_EMBEDDING_API_KEY: optionalString,
+  KB_EMBEDDING_MODEL: optionalString,
   SMTP_URL: z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional().or(z.literal('').transform(() => undefined)),
   MAIL_FROM: optionalString.pipe(z.string().regex(/@/, 'must be an address such as "Voice Agent Platform <no-reply@example.com>"').optional()),
   AUTH_REFRESH_TOKEN_DAYS: int(14, 1, 365),
@@ -141,6 +144,11 @@ export interface ControlPlaneConfig {
   jobs: { concurrency: number; pollIntervalMs: number };
   /** OpenAI for post-call analysis; no key: an OpenAI simulator started by the control plane (sandbox). */
   openai: { apiKey: string | undefined; baseUrl: string | undefined };
+  /**
+   * Knowledge-base embeddings: an OpenAI-compatible `/v1/embeddings` server when `baseUrl` is
+   * set (then `model` is required), else the built-in local embedder (`model` unset).
+   */
+  knowledgeBase: { embedding: { baseUrl: string | undefined; apiKey: string | undefined; model: string | undefined } };
   /** Outgoing email (invitations): SMTP when `smtpUrl` is set, else captured as .eml files under DATA_DIR/mail. */
   mail: { smtpUrl: string | undefined; from: string };
   /**
@@ -236,6 +244,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const publicUrl = (e.PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, '');
   const rp = relyingParty(e.WEBAUTHN_RP_ID, e.WEBAUTHN_ORIGIN, publicUrl);
   if (typeof rp === 'string') throw new ConfigError([rp]);
+  if (e.KB_EMBEDDING_BASE_URL !== undefined && e.KB_EMBEDDING_MODEL === undefined) throw new ConfigError(['KB_EMBEDDING_MODEL: required with KB_EMBEDDING_BASE_URL (e.g. text-embedding-3-small)']);
   return Object.freeze({
     appEnv: e.APP_ENV,
     host: e.HOST,
@@ -281,6 +290,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     jobs: { concurrency: e.JOBS_CONCURRENCY, pollIntervalMs: e.JOBS_POLL_INTERVAL_MS },
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
+    knowledgeBase: { embedding: { baseUrl: e.KB_EMBEDDING_BASE_URL, apiKey: e.KB_EMBEDDING_API_KEY, model: e.KB_EMBEDDING_MODEL } },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM ?? 'Voice Agent Platform <no-reply@localhost>' },
     auth: {
       refreshTokenTtlMs: e.AUTH_REFRESH_TOKEN_DAYS * 86_400_000,
