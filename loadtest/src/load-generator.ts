@@ -24,7 +24,11 @@ export interface RequestSpec {
 export interface LoadSpec {
   /** Origin, e.g. http://127.0.0.1:41234 (loopback only). */
   origin: string;
-  /** The sequence every connection cycles through, in order (autocannon's `requests`). */
+  /**
+   * The sequence every connection cycles through, in order (autocannon's `requests`);
+   * connection i starts at position i mod its length, so the mix holds over the
+   * connections even when each completes only part of a cycle.
+   */
   requests: RequestSpec[];
   durationSec: number;
   /**

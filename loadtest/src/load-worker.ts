@@ -9,14 +9,16 @@ import type { LoadMessage, LoadSpec, RequestSpec } from './load-generator.js';
 import { mergeResults, summariseLatencies } from './report.js';
 import type { LoadResult } from './report.js';
 
-/** autocannon's client as far as we read it: the index of the request just answered (pipelining 1). */
+/** autocannon's client as far as we read it: the request just answered (pipelining 1, so the one in flight). */
 interface ClientView {
-  requestIterator?: { currentRequestIndex?: number };
+  requestIterator?: { currentRequest?: autocannon.Request };
 }
 
 interface Counters {
   paths: number[];
   names: { n: number };
+  /** Connections started so far over every phase: the next one starts the sequence at this position (mod its length). */
+  connections: number;
 }
 
 /**
@@ -40,25 +42,42 @@ function requestsOf(requests: RequestSpec[], counters: Counters): autocannon.Req
   });
 }
 
-function runInstance(spec: LoadSpec, durationSec: number, requests: autocannon.Request[], connections: number, overallRate: number | undefined, onLatency: (index: number, ms: number) => void): Promise<LoadResult> {
+type OnLatency = (index: number, ms: number) => void;
+
+/**
+ * One autocannon instance. Connection i starts the sequence at position i mod its length
+ * (through `setupClient`, before its first request): all starting at the first request
+ * would skew the mix toward the sequence's head whenever connections finish only part of
+ * a cycle (short runs, or a server that cannot keep up).
+ */
+function runInstance(spec: LoadSpec, durationSec: number, requests: autocannon.Request[], connections: number, overallRate: number | undefined, counters: Counters, onLatency: OnLatency): Promise<LoadResult> {
+  const indexOf = new Map(requests.map((r, i) => [r, i]));
+  const setupClient = (client: autocannon.Client) => {
+    const k = counters.connections++ % requests.length;
+    // Also at k = 0: autocannon hands clients copies of `requests`, and the per-request
+    // latencies find the request answered by identity among these objects.
+    client.setRequests([...requests.slice(k), ...requests.slice(0, k)]);
+  };
   return new Promise((resolve, reject) => {
     const instance = autocannon(
-      { url: spec.origin, duration: durationSec, connections, timeout: 10, requests, ...(overallRate !== undefined ? { overallRate } : {}) },
+      { url: spec.origin, duration: durationSec, connections, timeout: 10, requests, setupClient, ...(overallRate !== undefined ? { overallRate } : {}) },
       (err: unknown, result) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result)),
     );
     // Same rule as autocannon's histogram: only 2xx latencies count.
     instance.on('response', (client, statusCode, _bytes, responseTimeMs) => {
-      if (statusCode >= 200 && statusCode < 300) onLatency((client as unknown as ClientView).requestIterator?.currentRequestIndex ?? -1, responseTimeMs);
+      if (statusCode < 200 || statusCode >= 300) return;
+      const current = (client as unknown as ClientView).requestIterator?.currentRequest;
+      onLatency(current ? (indexOf.get(current) ?? -1) : -1, responseTimeMs);
     });
   });
 }
 
 /** The phases of `spec` (see {@link phasePlan}) side by side for `durationSec`; `onLatency` hears every 2xx answer. */
-async function runPhases(spec: LoadSpec, durationSec: number, counters: Counters, onLatency: (index: number, ms: number) => void): Promise<LoadResult[]> {
+async function runPhases(spec: LoadSpec, durationSec: number, counters: Counters, onLatency: OnLatency): Promise<LoadResult[]> {
   return Promise.all(
     phasePlan(spec).map(async (phase) => {
       if (phase.startMs > 0) await sleep(phase.startMs);
-      return runInstance(spec, durationSec, requestsOf(spec.requests, counters), phase.connections, phase.overallRate, onLatency);
+      return runInstance(spec, durationSec, requestsOf(spec.requests, counters), phase.connections, phase.overallRate, counters, onLatency);
     }),
   );
 }
@@ -66,7 +85,7 @@ async function runPhases(spec: LoadSpec, durationSec: number, counters: Counters
 async function run(spec: LoadSpec): Promise<LoadMessage> {
   try {
     // Counters run on from the warm-up, so its unique names are never reused.
-    const counters: Counters = { paths: spec.requests.map(() => 0), names: { n: 0 } };
+    const counters: Counters = { paths: spec.requests.map(() => 0), names: { n: 0 }, connections: 0 };
     if (spec.warmupSec) await runPhases(spec, spec.warmupSec, counters, () => undefined);
     const labels = [...new Set(spec.requests.map((r) => r.label))];
     const all: number[] = [];

@@ -52,7 +52,11 @@ describe.skipIf(!reachable)('pnpm bench:api (smoke)', () => {
     for (const side of [open.byRequest.platform, open.byRequest.bare]) {
       expect(side.map((r) => r.label).sort()).toEqual(Object.values(MIX_LABELS).sort());
       for (const r of side) expect(r.latency.samples, r.label).toBeGreaterThan(0);
+      // Attributed per request and started at staggered positions, the answers keep the 80/20 mix.
+      const count = (kind: string) => side.filter((r) => r.kind === kind).reduce((n, r) => n + r.latency.samples, 0);
+      expect(count('read') / (count('read') + count('write'))).toBeCloseTo(0.8, 1);
     }
+    expect(open.byRequest.platform.reduce((n, r) => n + r.latency.samples, 0)).toBe(open.comparison.platform.totalRequests);
 
     expect(report.targets.map((t) => t.name)).toEqual([
       'GET agent by id throughput vs bare Fastify',
