@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { createEmbedder } from '../../src/modules/knowledge-base/embedding/create-embedder.js';
-import { LOCAL_EMBEDDING_MODEL, LocalEmbedder } from '../../src/modules/knowledge-base/embedding/local-embedder.js';
+import { LOCAL_EMBED_SLICE, LOCAL_EMBEDDING_MODEL, LocalEmbedder } from '../../src/modules/knowledge-base/embedding/local-embedder.js';
 import { OpenAiCompatibleEmbedder } from '../../src/modules/knowledge-base/embedding/openai-compatible-embedder.js';
 import { cosine } from '../../src/modules/knowledge-base/embedding/vectors.js';
 
@@ -65,6 +65,15 @@ describe('LocalEmbedder', () => {
       expect(norm(v)).toBeCloseTo(1, 5);
       expect(v.every(Number.isFinite)).toBe(true);
     }
+  });
+
+  it('yields to the event loop between slices of a large batch', async () => {
+    const order: string[] = [];
+    setImmediate(() => order.push('immediate'));
+    const vectors = await embedder.embed(Array.from({ length: 3 * LOCAL_EMBED_SLICE }, (_, i) => `text number ${i}`), 'document');
+    order.push('embedded');
+    expect(vectors).toHaveLength(3 * LOCAL_EMBED_SLICE);
+    expect(order).toEqual(['immediate', 'embedded']);
   });
 
   it('folds case and accents', async () => {

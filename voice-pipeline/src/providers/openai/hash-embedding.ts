@@ -57,7 +57,7 @@ const CONCEPTS: Record<string, string[]> = {
   discount: ['discount', 'offer', 'deal', 'promotion', 'promo', 'coupon', 'voucher', 'sale'],
   warranty: ['warranty', 'guarantee', 'guaranteed', 'repair', 'broken', 'faulty', 'defect'],
   account: ['account', 'login', 'log in', 'sign in', 'password', 'username', 'profile'],
-  staff: ['staff', 'employee', 'manager', 'team', 'agent', 'human', 'person', 'representative'],
+  staff: ['staff', 'employee', 'manager', 'team', 'agent', 'human', 'representative'],
   accessibility: ['wheelchair', 'accessible', 'accessibility', 'disabled', 'step free', 'ramp', 'lift', 'elevator'],
   weekend: ['weekend', 'weekends', 'saturday', 'sunday'],
   weekday: ['weekday', 'weekdays', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday'],
@@ -70,6 +70,8 @@ const CONCEPTS: Record<string, string[]> = {
 
 /** Irregular forms the suffix rules below would miss. */
 const IRREGULAR: Record<string, string> = { children: 'child', people: 'person', men: 'man', women: 'woman', bought: 'buy', paid: 'pay', took: 'take', went: 'go' };
+
+const SUFFIXES = ['ational', 'ation', 'ment', 'ness', 'ing', 'ed', 'er', 'ly', 'able', 'ible', 'ful'];
 
 /**
  * A light English stemmer: enough to fold plurals and common verb and noun endings
@@ -84,13 +86,13 @@ export function stemWord(word: string): string {
   if (w.endsWith('ies') && w.length > 4) w = `${w.slice(0, -3)}y`;
   else if (w.endsWith('sses')) w = w.slice(0, -2);
   else if (w.endsWith('s') && !w.endsWith('ss') && !w.endsWith('us') && !w.endsWith('is')) w = w.slice(0, -1);
-  for (const suffix of ['ational', 'ation', 'ment', 'ness', 'ing', 'ed', 'er', 'ly', 'able', 'ible', 'ful']) {
-    if (w.endsWith(suffix) && w.length - suffix.length >= 3) {
-      w = w.slice(0, -suffix.length);
-      // booking → book, planned → plan (undouble), reserv(e)
-      if (/([b-df-hj-np-tv-z])\1$/.test(w) && !/(ll|ss|zz)$/.test(w)) w = w.slice(0, -1);
-      break;
-    }
+  // Two rounds, so stacked endings fold to one stem: delivered → deliver → deliv, like delivery's "deliver".
+  for (let round = 0; round < 2; round++) {
+    const suffix = SUFFIXES.find((x) => w.endsWith(x) && w.length - x.length >= 3);
+    if (suffix === undefined) break;
+    w = w.slice(0, -suffix.length);
+    // planned → plan, shipping → ship (undouble), but not fall → fal
+    if (/([b-df-hj-np-tv-z])\1$/.test(w) && !/(ll|ss|zz)$/.test(w)) w = w.slice(0, -1);
   }
   if (w.endsWith('e') && w.length > 4) w = w.slice(0, -1);
   if (w.endsWith('y') && w.length > 4) w = `${w.slice(0, -1)}i`;

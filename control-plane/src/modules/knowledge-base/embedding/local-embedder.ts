@@ -9,12 +9,24 @@ import type { Embedder } from '../types.js';
 
 export const LOCAL_EMBEDDING_MODEL = HASH_EMBEDDING_MODEL;
 
+/** Texts embedded between yields to the event loop (~50 ms of 512-token chunks). */
+export const LOCAL_EMBED_SLICE = 128;
+
 export class LocalEmbedder implements Embedder {
   readonly model = LOCAL_EMBEDDING_MODEL;
   readonly dimensions = HASH_EMBEDDING_DIMENSIONS;
 
-  /** Symmetric: queries and documents are embedded alike. Synchronous work behind a promise. */
+  /**
+   * Symmetric: queries and documents are embedded alike. CPU work on the caller's thread, in
+   * slices of {@link LOCAL_EMBED_SLICE} texts with a turn of the event loop between them, so a
+   * document of thousands of chunks does not stall requests for seconds.
+   */
   async embed(texts: string[], _kind: 'document' | 'query'): Promise<Float32Array[]> {
-    return texts.map((text) => hashEmbedding(text, this.dimensions));
+    const out: Float32Array[] = [];
+    for (let i = 0; i < texts.length; i += LOCAL_EMBED_SLICE) {
+      if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+      for (const text of texts.slice(i, i + LOCAL_EMBED_SLICE)) out.push(hashEmbedding(text, this.dimensions));
+    }
+    return out;
   }
 }
