@@ -61,6 +61,18 @@ describe('parseDocument on bad files', () => {
     await expectFailure('xlsx', scratch.file(`cut-${fraction}.xlsx`, xlsx.subarray(0, Math.floor(xlsx.length * fraction))), 'corrupt', /XLSX file is damaged or truncated/);
   });
 
+  it('a password-protected DOCX or XLSX (an OLE compound file) is "encrypted"', async () => {
+    // MS-CFB header: magic, minor/major version 3, byte order FFFE, 512-byte sectors; then an empty FAT.
+    const header = Buffer.alloc(1024);
+    Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]).copy(header);
+    header.writeUInt16LE(0x3e, 24);
+    header.writeUInt16LE(3, 26);
+    header.writeUInt16LE(0xfffe, 28);
+    header.writeUInt16LE(9, 30);
+    await expectFailure('docx', scratch.file('locked.docx', header), 'encrypted', /DOCX file is password-protected .*\.doc/);
+    await expectFailure('xlsx', scratch.file('locked.xlsx', header), 'encrypted', /XLSX file is password-protected .*\.xls/);
+  });
+
   it('a ZIP without sheets (a DOCX) read as XLSX is "empty", not a crash', async () => {
     await expectFailure('xlsx', scratch.file('docx-as.xlsx', docx), 'empty', /no text/);
   });

@@ -94,4 +94,32 @@ describe('parseInWorker', () => {
     }
     await expect(pool.parse('markdown', 'x.md')).rejects.toThrow('closed');
   }, 120_000);
+
+  it('a worker that exits mid-parse fails that parse as "corrupt" and the pool carries on', async () => {
+    const exiting = scratch.file('exiting-worker.mjs', 'process.exit(3);\n');
+    const pool = new KbParserPool({ size: 1, workerUrl: new URL(`file://${exiting}`) });
+    try {
+      await expect(pool.parse('pdf', 'x.pdf', { timeoutMs: 60_000 })).rejects.toMatchObject({ code: 'corrupt', message: expect.stringMatching(/PDF file could not be read \(the parser stopped with code 3\)/) });
+      await expect(pool.parse('xlsx', 'y.xlsx', { timeoutMs: 60_000 })).rejects.toMatchObject({ code: 'corrupt' });
+      expect(pool.workers).toBe(0);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('aborting a queued parse removes it without touching the running one; close rejects the rest', async () => {
+    const hanging = scratch.file('hanging-worker-3.mjs', 'for (;;) {}\n');
+    const pool = new KbParserPool({ size: 1, workerUrl: new URL(`file://${hanging}`) });
+    const running = rejection(pool.parse('text', 'a.txt', { timeoutMs: 60_000 }));
+    const controller = new AbortController();
+    const queued = rejection(pool.parse('text', 'b.txt', { timeoutMs: 60_000, signal: controller.signal }));
+    expect(pool.pending).toBe(2);
+    controller.abort(new Error('user deleted the document'));
+    expect(await queued).toMatchObject({ message: 'user deleted the document' });
+    expect(pool.pending).toBe(1);
+    expect(pool.workers).toBe(1);
+    await pool.close();
+    expect(await running).toMatchObject({ message: 'the parser pool is closed' });
+    expect(pool.workers).toBe(0);
+  });
 });

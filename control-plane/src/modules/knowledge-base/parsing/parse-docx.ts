@@ -1,12 +1,13 @@
 import mammoth from 'mammoth';
 import { KbParseError, type ParsedDocument } from '../types.js';
 import { htmlToSections } from './html-sections.js';
+import { officeReadError } from './office-encryption.js';
 
 /**
  * A Word document's text through mammoth's semantic HTML (Word heading styles become
  * h1..h6), then cut like HTML: one section per heading with the heading path as context,
  * tables one line per row. Images, headers, footers and comments are not indexed.
- * @throws KbParseError `corrupt` (not a readable DOCX, e.g. truncated), `empty`.
+ * @throws KbParseError `corrupt` (not a readable DOCX, e.g. truncated), `encrypted` (password-protected), `empty`.
  */
 export async function parseDocx(filePath: string): Promise<ParsedDocument> {
   let html: string;
@@ -15,9 +16,7 @@ export async function parseDocx(filePath: string): Promise<ParsedDocument> {
     const result = await mammoth.convertToHtml({ path: filePath }, { convertImage: mammoth.images.imgElement(async () => ({ src: '' })) });
     html = result.value;
   } catch (err) {
-    const e = new KbParseError('corrupt', 'The DOCX file is damaged or truncated and could not be read.');
-    (e as { cause?: unknown }).cause = err;
-    throw e;
+    throw await officeReadError(filePath, 'DOCX', err);
   }
   const { sections } = htmlToSections(html, { useTitle: false });
   if (sections.length === 0) throw new KbParseError('empty', 'The DOCX document has no text to index.');

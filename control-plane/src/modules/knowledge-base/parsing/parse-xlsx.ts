@@ -1,5 +1,6 @@
 import ExcelJS from 'exceljs';
 import { KbParseError, type ParsedDocument, type ParsedSection } from '../types.js';
+import { officeReadError } from './office-encryption.js';
 import { RowSections } from './row-sections.js';
 
 /**
@@ -8,7 +9,7 @@ import { RowSections } from './row-sections.js';
  * later row one `header: value; …` line, grouped into sections with context
  * `Sheet "Prices", rows 2-40`. Formulas give their cached result, dates an ISO date,
  * rich text its plain text. `pageCount` is the number of sheets.
- * @throws KbParseError `corrupt` (not a readable XLSX, e.g. truncated), `empty`.
+ * @throws KbParseError `corrupt` (not a readable XLSX, e.g. truncated), `encrypted` (password-protected), `empty`.
  */
 export async function parseXlsx(filePath: string): Promise<ParsedDocument> {
   const sections: ParsedSection[] = [];
@@ -36,9 +37,7 @@ export async function parseXlsx(filePath: string): Promise<ParsedDocument> {
       for (const s of rows.finish()) sections.push(s.context ? s : { ...s, context: `Sheet "${name}"` });
     }
   } catch (err) {
-    const e = new KbParseError('corrupt', 'The XLSX file is damaged or truncated and could not be read.');
-    (e as { cause?: unknown }).cause = err;
-    throw e;
+    throw await officeReadError(filePath, 'XLSX', err);
   }
   if (sections.length === 0) throw new KbParseError('empty', 'The XLSX workbook has no text to index.');
   return { type: 'xlsx', sections, pageCount: sheets };
