@@ -18,9 +18,11 @@ export const TEXT_WEIGHT = 0.8;
  * Full-text candidates come from the query's rarest terms, as long as the chunks holding them
  * add up to at most this many; commoner terms still count in `text` for every candidate.
  */
-export const TEXT_SCAN_ROWS = 2000;
+export const TEXT_SCAN_ROWS = 500;
 
 export interface QueryTerm {
+  /** The normalised term, as in the chunks' search vectors. */
+  lexeme: string;
   /** The lexeme as a one-term tsquery literal (quoted). */
   tsquery: string;
   /** The tenant's chunks of the model containing it. */
