@@ -68,6 +68,8 @@ describe('pnpm bench:calls', () => {
     expect(gw.bargeInReaction.p50).toBeGreaterThan(0);
     expect(gw.framePacing.lateFramesAtGateway).not.toBeNull();
     expect(gw.process.eventLoopDelay.p99).not.toBeNull();
+    expect(gw.simulators!.cpuPercent).toBeGreaterThan(0);
+    expect(report.loadAverage!.atStart).toBeGreaterThanOrEqual(0);
 
     const relay = report.relay!;
     expectMeasured(relay, 3);

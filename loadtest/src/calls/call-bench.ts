@@ -26,7 +26,7 @@ import type { CallBenchReport, GeneratorFigures, TargetCheck, TargetRun } from '
 import { scriptForReport } from './call-script.js';
 import { formatCallSummary } from './call-summary.js';
 import { Child } from './child.js';
-import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, SimsStart, ToServer, ToWorker, WorkerMessage } from './ipc.js';
+import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
 import { epochNow } from './process-sampler.js';
 import type { LoopDelaySummary, RawSample } from './process-sampler.js';
 
@@ -86,7 +86,7 @@ async function scrape(url: string | null): Promise<{ lateFrames: number; activeC
   return { lateFrames: m.value('vap_outbound_late_frames_total'), activeCalls: m.value('vap_active_calls') };
 }
 
-async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[] }> {
+async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[] }> {
   // The caller processes and the server start side by side: each takes seconds to load.
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
@@ -106,6 +106,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   const ready = await serverReady;
   const before = await scrape(ready.metricsUrl);
   await workersReady;
+  const simsBefore = target === 'gateway' ? await simsUsage(simsProcess) : null;
   const startAt = epochNow() + LEAD_MS;
   const rampEndAt = startAt + config.rampSec * 1000;
   const steadyEndAt = rampEndAt + config.steadySec * 1000;
@@ -149,6 +150,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     clearInterval(ticker);
   }
   const finishedAt = epochNow();
+  const simsAfter = simsBefore ? await simsUsage(simsProcess) : null;
 
   if (target === 'gateway') {
     const waitUntil = epochNow() + END_RECORD_WAIT_MS;
@@ -160,7 +162,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   samples.push(stopped.lastSample);
   await Promise.all([server.kill(), ...workers.map((w) => w.kill())]);
 
-  const run = targetRun({
+  const run: TargetRun = targetRun({
     target,
     concurrentCalls: config.calls,
     records,
@@ -172,23 +174,32 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     utteranceBreakMs: UTTERANCE_BREAK_MS,
     generator,
   });
+  if (simsBefore && simsAfter && simsAfter.at > simsBefore.at) {
+    run.simulators = { cpuPercent: ((simsAfter.cpuMs - simsBefore.cpuMs) / (simsAfter.at - simsBefore.at)) * 100, loopDelayP99Ms: simsAfter.loopDelayP99Ms };
+  }
   return { run, records };
+}
+
+async function simsUsage(sims: Child<ToSims, SimsMessage>): Promise<Extract<SimsMessage, { kind: 'usage' }>> {
+  const answer = sims.next('usage', 30_000);
+  sims.send({ kind: 'usage' });
+  return answer;
 }
 
 async function bench(config: CallBenchConfig, started: Started): Promise<number> {
   const startedAt = new Date();
   const loadAtStart = os.loadavg()[0]!;
   progress('starting the provider simulators, the gateway and the caller processes');
-  const sims = track(started, new Child<SimsStart, SimsMessage>('simulators', new URL('./sims-process.ts', import.meta.url)));
+  const sims = track(started, new Child<ToSims, SimsMessage>('simulators', new URL('./sims-process.ts', import.meta.url)));
   const providers = sims.next('ready', START_TIMEOUT_MS);
   sims.send({ kind: 'start', sttLatencyMs: config.sttLatencyMs });
 
-  const gateway = await runTarget(config, started, 'gateway', providers, 0);
+  const gateway = await runTarget(config, started, 'gateway', sims, providers, 0);
   let relay: TargetRun | null = null;
   if (config.relay) {
     const callMs = medianCallMs(gateway.records) ?? DEFAULT_RELAY_CALL_MS;
     progress(`starting the relay and the caller processes (relay calls last ${(callMs / 1000).toFixed(1)} s, the gateway's median call)`);
-    relay = (await runTarget(config, started, 'relay', providers, callMs)).run;
+    relay = (await runTarget(config, started, 'relay', sims, providers, callMs)).run;
   }
   await sims.kill();
 
@@ -210,6 +221,8 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
   if (fns.renderCallReportHtml) writeFileSync(htmlFile, fns.renderCallReportHtml(report));
 
   process.stdout.write(`\n${fns.formatCallTable ? fns.formatCallTable(report) : formatCallSummary(report)}\n\n`);
+  const simsFig = report.gateway.simulators;
+  if (simsFig) process.stdout.write(`provider simulators process during the gateway run: CPU ${simsFig.cpuPercent.toFixed(0)} % of a core, event-loop delay p99 ${simsFig.loopDelayP99Ms?.toFixed(1) ?? '-'} ms\n`);
   const busy = Math.max(report.loadAverage.atStart, report.loadAverage.atEnd);
   if (busy > report.capacity.cores) process.stdout.write(`warning: the machine's load average reached ${busy.toFixed(1)} on ${report.capacity.cores} cores: other work competed with the processes measured\n`);
   process.stdout.write(`results written to ${jsonFile}${fns.renderCallReportHtml ? ` and ${htmlFile}` : ''}\n`);

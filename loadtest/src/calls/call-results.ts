@@ -113,11 +113,13 @@ export interface TargetRun {
   durationSec: number;
   /** What each caller process cost over this run (it must stay far from saturated, or the figures measure the generator). */
   generator?: GeneratorFigures[];
+  /** What the provider-simulators process cost over this run (gateway only: the relay uses no provider). */
+  simulators?: GeneratorFigures;
   /** Things a reader should know that have no field: barge-ins that got no `clear`, calls without a gateway end record, … */
   notes?: string[];
 }
 
-/** One caller process over one target's run. */
+/** One caller (or simulators) process over one target's run. */
 export interface GeneratorFigures {
   /** CPU used over its run as a percentage of one core. */
   cpuPercent: number;

@@ -31,6 +31,7 @@ function targetLines(run: TargetRun): string[] {
     `  frames ${run.framePacing.frames}, late at callers ${run.framePacing.lateFramesAtCallers}, late at gateway ${run.framePacing.lateFramesAtGateway ?? '-'}`,
     `  process: CPU ${fixed(p.cpuSeconds, 1)} s over ${fixed(p.callSeconds, 0)} call-s = ${fixed(p.cpuPerCallSecond === null ? null : p.cpuPerCallSecond * 1000, 2)} ms CPU per call-s; ` +
       `RSS ${fixed(p.rssBeforeMb, 0)} → ${fixed(p.rssSteadyMb, 0)} MB (peak ${fixed(p.rssPeakMb, 0)}, ${fixed(p.rssGrowthPerCallMb, 2)} MB/call); loop delay p99 ${fixed(p.eventLoopDelay.p99, 1)} ms, max ${fixed(p.eventLoopDelay.max, 1)} ms`,
+    ...(run.simulators ? [`  simulators: CPU ${fixed(run.simulators.cpuPercent, 0)} %, loop p99 ${fixed(run.simulators.loopDelayP99Ms, 1)} ms`] : []),
     `  callers: ${gen.map((g, i) => `#${i + 1} CPU ${fixed(g.cpuPercent, 0)} %, loop p99 ${fixed(g.loopDelayP99Ms, 1)} ms`).join('; ') || '-'}`,
     ...run.failures.slice(0, 5).map((f) => `  FAILED ${f.callSid} ${f.kind}: ${f.message}`),
     ...(run.notes ?? []).map((n) => `  note: ${n}`),

@@ -25,7 +25,18 @@ export interface SimsStart {
   sttLatencyMs: number;
 }
 
-export type SimsMessage = { kind: 'ready'; deepgram: ProviderAddress; openai: ProviderAddress; elevenlabs: ProviderAddress } | { kind: 'failed'; message: string };
+/** Asks the simulators process what it has used so far. */
+export interface SimsUsageRequest {
+  kind: 'usage';
+}
+
+export type ToSims = SimsStart | SimsUsageRequest;
+
+export type SimsMessage =
+  | { kind: 'ready'; deepgram: ProviderAddress; openai: ProviderAddress; elevenlabs: ProviderAddress }
+  /** Cumulative CPU (ms) at `at` (epoch ms), and the event-loop delay p99 since the previous usage answer. */
+  | { kind: 'usage'; at: number; cpuMs: number; loopDelayP99Ms: number | null }
+  | { kind: 'failed'; message: string };
 
 // ---------- server under test ----------
 

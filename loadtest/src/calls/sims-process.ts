@@ -6,7 +6,8 @@
  */
 import { DeepgramSimulator, ElevenLabsSimulator, OpenAiSimulator } from '@vap/voice-pipeline/simulators';
 import { LLM_REPLIES } from './call-script.js';
-import type { SimsMessage, SimsStart } from './ipc.js';
+import type { SimsMessage, SimsStart, ToSims } from './ipc.js';
+import { ProcessSampler } from './process-sampler.js';
 
 /** How often the simulators' per-connection logs (kept for tests) are trimmed of finished connections, ms. */
 const TRIM_INTERVAL_MS = 5000;
@@ -34,6 +35,13 @@ async function start(opts: SimsStart): Promise<void> {
     await Promise.all([deepgram.close(), openai.close(), elevenlabs.close()]);
     process.exit(0);
   };
+  // What the simulators cost is reported too: starved, they would slow every turn.
+  const sampler = new ProcessSampler({ intervalMs: 60_000, activeCalls: () => 0, onSample: () => {} });
+  process.on('message', (m: ToSims) => {
+    if (m.kind !== 'usage') return;
+    const s = sampler.sample();
+    send({ kind: 'usage', at: s.at, cpuMs: s.cpuMs, loopDelayP99Ms: s.loopP99Ms });
+  });
   process.once('SIGTERM', () => void close());
   process.once('disconnect', () => void close());
   send({
@@ -50,7 +58,8 @@ function keepOnly<T>(list: T[], keep: (item: T) => boolean): void {
   list.length = w;
 }
 
-process.once('message', (m: SimsStart) => {
+process.once('message', (m: ToSims) => {
+  if (m.kind !== 'start') return;
   start(m).catch((err: unknown) => {
     send({ kind: 'failed', message: err instanceof Error ? err.message : String(err) });
     process.exit(1);
