@@ -35,8 +35,17 @@ export interface CallLeg {
   sendAudio(mulaw: Uint8Array): void;
   /** Queue a named mark after the audio queued so far. */
   sendMark(name: string): void;
-  /** Barge-in: drop audio queued locally and at the carrier (Twilio `clear`). */
+  /** Barge-in: drop audio queued locally and at the carrier (Twilio `clear`), held audio included. */
   clear(): void;
+  /**
+   * Tentative barge-in: stop playback now (Twilio `clear`, reported by {@link onCleared}) and
+   * hold the audio the carrier had not played yet, rewound to the first frame it had not
+   * started (what was sent ahead and discarded is sent again), with the marks not yet
+   * echoed. Audio and marks queued meanwhile wait behind it. Idempotent.
+   */
+  pause(): void;
+  /** Send the held audio on, from where {@link pause} stopped (frames are reported by {@link onAudioSent} again). */
+  resume(): void;
   /** Milliseconds of audio queued locally and not yet sent. */
   readonly queuedMs: number;
   /** End the call from our side; resolves when the leg is closed. */

@@ -108,6 +108,8 @@ export class CallSessions {
       recorder?.callerAudio(a, performance.now());
       session.audio(a);
     });
+    // A pause's clear and the resumed frames come through these too: the agent track holds
+    // what the carrier played, with the pause as silence.
     leg.onAudioSent((frame, atMs) => recorder?.agentAudioSent(frame, atMs));
     leg.onCleared((atMs) => recorder?.agentCleared(atMs));
     leg.onDtmf((d) => (session ? session.dtmf(d) : earlyDigits.push(d)));
@@ -210,6 +212,7 @@ export class CallSessions {
         summary.bargeInReactionMs.push(ms);
         metrics?.bargeIn(ms);
       },
+      onFalseInterruption: () => metrics?.falseInterruption?.(),
     });
     session = s;
     const done = (async () => {

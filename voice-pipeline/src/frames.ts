@@ -19,6 +19,14 @@ export type Frame =
   | { kind: 'user.stopped-speaking'; at: number }
   /** Barge-in: abort every agent turn in flight and drop their queued frames and audio. */
   | { kind: 'interrupt'; cause: 'barge-in' | 'superseded' | 'ending'; at: number; speechOnsetAt: number }
+  /**
+   * Tentative barge-in: the caller spoke over the agent long enough to stop it, not yet long
+   * enough to be sure. The agent's audio pauses at once (the carrier's buffer is cleared, the
+   * unplayed audio held); an `interrupt` then confirms it, or `agent.resume` plays on.
+   */
+  | { kind: 'agent.pause'; at: number; speechOnsetAt: number }
+  /** A false interruption (cough, backchannel): the paused agent audio plays on from where it stopped. */
+  | { kind: 'agent.resume'; at: number; speechOnsetAt: number }
   | { kind: 'error'; error: ProviderError; fatal: boolean; at: number }
   // ---- data, caller side ----
   /** 20 ms of caller audio: μ-law as received and its PCM16 decoding, both 8 kHz. */
@@ -53,7 +61,7 @@ export type Frame =
 export type FrameKind = Frame['kind'];
 export type FrameOf<K extends FrameKind> = Extract<Frame, { kind: K }>;
 
-export const SYSTEM_FRAMES: ReadonlySet<FrameKind> = new Set(['call.start', 'call.end', 'user.started-speaking', 'user.stopped-speaking', 'interrupt', 'error']);
+export const SYSTEM_FRAMES: ReadonlySet<FrameKind> = new Set(['call.start', 'call.end', 'user.started-speaking', 'user.stopped-speaking', 'interrupt', 'agent.pause', 'agent.resume', 'error']);
 
 export type SayPurpose = 'disclosure' | 'first-message' | 'idle-prompt' | 'goodbye' | 'apology';
 

@@ -10,6 +10,8 @@ export interface CallMetrics {
   turn(m: TurnMetrics, providers: { stt: string; llm: string; tts: string }): void;
   /** Caller speech onset → our `clear`, ms. */
   bargeIn(reactionMs: number): void;
+  /** A barge-in paused the agent and it resumed (cough, backchannel). */
+  falseInterruption?(): void;
   /** A provider failed (retried or fatal). */
   providerError(error: ProviderError): void;
   /** A call that reached a session ended (`completed`, `failed`, …). */
@@ -46,6 +48,7 @@ export class GatewayMetrics implements CallMetrics {
   private readonly providerRequest: Histogram<'provider' | 'capability'>;
   private readonly providerErrors: Counter<'provider' | 'capability' | 'code'>;
   private readonly callsEnded: Counter<'status'>;
+  private readonly falseInterruptions: Counter;
   private readonly frameGaps: FixedHistogram;
   private lateFrameCount = 0;
 
@@ -65,6 +68,7 @@ export class GatewayMetrics implements CallMetrics {
     new Gauge({ name: 'vap_active_calls', help: 'Carrier legs (calls) connected to this gateway now', registers, collect() { this.set(source.activeCalls()); } });
     this.turnStage = new Histogram({ name: 'vap_turn_stage_seconds', help: 'Agent reply latency by stage: endpointing, stt, llm_first_token, tts_first_byte, overhead (ours), total (end of caller speech to first agent audio)', labelNames: ['stage'], buckets: LATENCY_BUCKETS_S, registers });
     this.bargeInReaction = new Histogram({ name: 'vap_barge_in_reaction_seconds', help: 'Caller speech onset to the carrier clear on a barge-in', buckets: BARGE_IN_BUCKETS_S, registers });
+    this.falseInterruptions = new Counter({ name: 'vap_false_interruptions_total', help: 'Barge-ins that paused the agent and were not confirmed (cough, backchannel): the agent resumed', registers });
     this.providerRequest = new Histogram({ name: 'vap_provider_request_seconds', help: 'Provider latency per turn: stt end of speech to final transcript, llm request to first token, tts text to first audio byte', labelNames: ['provider', 'capability'], buckets: LATENCY_BUCKETS_S, registers });
     this.providerErrors = new Counter({ name: 'vap_provider_errors_total', help: 'Provider failures reported by call sessions (retried or fatal)', labelNames: ['provider', 'capability', 'code'], registers });
     this.callsEnded = new Counter({ name: 'vap_calls_ended_total', help: 'Calls that reached a voice session and ended, by status', labelNames: ['status'], registers });
@@ -93,6 +97,10 @@ export class GatewayMetrics implements CallMetrics {
 
   bargeIn(reactionMs: number): void {
     this.bargeInReaction.observe(reactionMs / 1000);
+  }
+
+  falseInterruption(): void {
+    this.falseInterruptions.inc();
   }
 
   providerError(error: ProviderError): void {

@@ -73,6 +73,15 @@ export interface OutboundPacerOptions {
 type QueueItem = { kind: 'audio'; bytes: Uint8Array } | { kind: 'mark'; name: string };
 
 /**
+ * Items a stream remembers having sent, newest last: enough to rewind a pause. The carrier
+ * holds at most the burst (3 frames) ahead of real time, plus marks whose echo is on its way;
+ * 32 items cover ~0.5 s of audio with its marks.
+ */
+const HISTORY = 32;
+const SENT_AUDIO = 0;
+const SENT_MARK = 1;
+
+/**
  * The gateway's one pacing timer. Legs {@link register} a sink and queue audio and marks
  * on the returned {@link PacedStream}. The timer only runs while some stream has work, and
  * is scheduled against a monotonic clock (slot n fires at origin + n × 20 ms) so it does
@@ -193,6 +202,18 @@ export class PacedStream {
   private lastSendAt: number | undefined;
   private backlogged = false;
   private closed = false;
+  private paused = false;
+  /**
+   * Ring of what was sent: kind, the frame (a view, as sent) or mark name, and the time the
+   * far end starts playing the frame (a mark: finishes the audio before it), by the same
+   * model as {@link playoutEndsAt}. Fixed arrays: nothing is allocated per frame.
+   */
+  private readonly sentKind = new Uint8Array(HISTORY);
+  private readonly sentFrame: (Uint8Array | null)[] = new Array<Uint8Array | null>(HISTORY).fill(null);
+  private readonly sentName: (string | null)[] = new Array<string | null>(HISTORY).fill(null);
+  private readonly sentAt = new Float64Array(HISTORY);
+  private sentStart = 0;
+  private sentCount = 0;
 
   constructor(
     private readonly pacer: OutboundPacer,
@@ -206,7 +227,12 @@ export class PacedStream {
 
   /** @internal */
   get hasWork(): boolean {
-    return this.head < this.items.length;
+    return !this.paused && this.head < this.items.length;
+  }
+
+  /** True between {@link pause} and {@link resume} (or {@link clear}). */
+  get isPaused(): boolean {
+    return this.paused;
   }
 
   /**
@@ -218,6 +244,7 @@ export class PacedStream {
     if (this.closed || mulaw.byteLength === 0) return;
     this.items.push({ kind: 'audio', bytes: mulaw });
     this.queuedBytes += mulaw.byteLength;
+    if (this.paused) return;
     this.service(this.pacer.now());
     if (this.hasWork) this.pacer.wake();
   }
@@ -226,6 +253,7 @@ export class PacedStream {
   enqueueMark(name: string): void {
     if (this.closed) return;
     this.items.push({ kind: 'mark', name });
+    if (this.paused) return;
     if (this.queuedBytes === 0) this.flushMarks();
     else this.pacer.wake();
   }
@@ -248,7 +276,57 @@ export class PacedStream {
     this.partialSince = undefined;
     this.backlogged = false;
     this.playoutEndsAt = Number.NEGATIVE_INFINITY;
+    this.paused = false;
+    this.forgetSent();
     return dropped;
+  }
+
+  /**
+   * Tentative barge-in (the leg sends the carrier `clear` right after): stop sending, and put
+   * back at the head of the queue what the far end has not started playing by the playout
+   * model, i.e. the frames sent ahead that its `clear` discards, rewound to the first frame
+   * not yet started (the one playing now counts as played: its tail, under 20 ms, is lost),
+   * and the marks among them, plus earlier marks `pending` says the carrier has not echoed
+   * (a `clear` returns them unplayed). Audio and marks queued later wait behind; nothing goes
+   * out until {@link resume}.
+   */
+  pause(pending: (mark: string) => boolean): void {
+    if (this.closed || this.paused) return;
+    const now = this.pacer.now();
+    const held: QueueItem[] = [];
+    let rewinding = false;
+    for (let k = 0; k < this.sentCount; k++) {
+      const i = (this.sentStart + k) % HISTORY;
+      if (this.sentKind[i] === SENT_MARK) {
+        if (pending(this.sentName[i]!)) held.push({ kind: 'mark', name: this.sentName[i]! });
+        continue;
+      }
+      if (!rewinding && this.sentAt[i]! >= now) rewinding = true;
+      if (rewinding) {
+        held.push({ kind: 'audio', bytes: this.sentFrame[i]! });
+        this.queuedBytes += FRAME_BYTES;
+      }
+    }
+    const rest = this.items.slice(this.head);
+    const first = rest[0];
+    if (first?.kind === 'audio' && this.headOffset > 0) rest[0] = { kind: 'audio', bytes: first.bytes.subarray(this.headOffset) };
+    this.items = held.length > 0 ? held.concat(rest) : rest;
+    this.head = 0;
+    this.headOffset = 0;
+    this.partialSince = undefined;
+    this.backlogged = false;
+    this.lastSendAt = undefined; // the pause is not a late frame
+    this.playoutEndsAt = Number.NEGATIVE_INFINITY;
+    this.paused = true;
+    this.forgetSent();
+  }
+
+  /** Send on from where {@link pause} stopped: the far end's buffer is empty, so with a fresh burst. */
+  resume(): void {
+    if (this.closed || !this.paused) return;
+    this.paused = false;
+    this.service(this.pacer.now());
+    if (this.hasWork) this.pacer.wake();
   }
 
   /** Stop sending and leave the pacer. */
@@ -260,7 +338,7 @@ export class PacedStream {
 
   /** @internal Send what is due at `now`. */
   service(now: number): void {
-    if (this.closed) return;
+    if (this.closed || this.paused) return;
     this.flushMarks();
     let sent = 0;
     while (sent < this.pacer.maxCatchUpFrames && this.hasRoom(now)) {
@@ -277,6 +355,7 @@ export class PacedStream {
       } catch (err) {
         this.pacer.reportSinkError(err);
       }
+      this.remember(SENT_AUDIO, frame, null, Math.max(now, this.playoutEndsAt));
       this.playoutEndsAt = Math.max(now, this.playoutEndsAt) + this.pacer.frameMs;
       this.lastSendAt = now;
       this.stats.framesSent++;
@@ -304,6 +383,7 @@ export class PacedStream {
       } catch (err) {
         this.pacer.reportSinkError(err);
       }
+      this.remember(SENT_MARK, null, item.name, this.playoutEndsAt);
     }
     this.compact();
   }
@@ -363,6 +443,26 @@ export class PacedStream {
     }
     this.queuedBytes -= n;
     this.compact();
+  }
+
+  private remember(kind: number, frame: Uint8Array | null, name: string | null, at: number): void {
+    let i: number;
+    if (this.sentCount < HISTORY) i = (this.sentStart + this.sentCount++) % HISTORY;
+    else {
+      i = this.sentStart;
+      this.sentStart = (this.sentStart + 1) % HISTORY;
+    }
+    this.sentKind[i] = kind;
+    this.sentFrame[i] = frame;
+    this.sentName[i] = name;
+    this.sentAt[i] = at;
+  }
+
+  private forgetSent(): void {
+    this.sentFrame.fill(null);
+    this.sentName.fill(null);
+    this.sentStart = 0;
+    this.sentCount = 0;
   }
 
   private compact(): void {

@@ -155,7 +155,32 @@ export class TwilioLeg implements CallLeg {
    */
   clear(): void {
     if (this.endReason !== undefined) return;
+    if (this.stream.isPaused) {
+      // The pause already cleared Twilio and nothing was sent since: drop what it held.
+      this.stream.clear();
+      return;
+    }
     this.stream.clear();
+    this.cutOutstanding();
+  }
+
+  /**
+   * Tentative barge-in: Twilio `clear` now, the unplayed audio held (rewound to the first
+   * frame Twilio had not started, by the pacer's playout model) with the marks not yet
+   * echoed; they are sent again on {@link resume}. The cut marks' echoes are swallowed as
+   * for {@link clear}; the re-sent ones are reported when they really play.
+   */
+  pause(): void {
+    if (this.endReason !== undefined || this.stream.isPaused) return;
+    this.stream.pause((name) => this.outstanding.has(name));
+    this.cutOutstanding();
+  }
+
+  resume(): void {
+    if (this.endReason === undefined) this.stream.resume();
+  }
+
+  private cutOutstanding(): void {
     for (const [name, n] of this.outstanding) bump(this.cut, name, n);
     this.outstanding.clear();
     if (this.send(clearMessage(this.streamSid))) this.emit(this.clearedListeners, performance.now());

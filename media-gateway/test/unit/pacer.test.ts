@@ -156,6 +156,74 @@ describe('OutboundPacer', () => {
     pacer.stop();
   });
 
+  it('pause rewinds to the first frame the far end had not started, holds marks not yet echoed, and resume sends on from there', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    const t0 = clock();
+    // Frame k carries the value k, so a duplicate or a gap shows.
+    const numbered = (from: number, n: number) => {
+      const a = new Uint8Array(n * FRAME_BYTES);
+      for (let k = 0; k < n; k++) a.fill(from + k, k * FRAME_BYTES, (k + 1) * FRAME_BYTES);
+      return a;
+    };
+    stream.enqueueAudio(numbered(0, 5));
+    stream.enqueueMark('100');
+    stream.enqueueAudio(numbered(5, 5));
+    stream.enqueueMark('200');
+    stream.enqueueAudio(numbered(10, 1));
+    stream.enqueueMark('220');
+    stream.enqueueAudio(numbered(11, 39));
+    stream.enqueueMark('1000');
+    // Frame k plays over [k × 20, k × 20 + 20) from t0; at 210 ms frame 10 plays, frames 11 and
+    // 12 were sent ahead (the burst lead) and Twilio's clear discards them.
+    vi.advanceTimersByTime(210);
+    const f = frames(sent);
+    expect(f.map((x) => x.bytes[0])).toEqual(Array.from({ length: 13 }, (_, k) => k));
+    const echoed = (name: string) => Number(name) <= clock() - t0;
+    stream.pause((name) => !echoed(name));
+    expect(stream.isPaused).toBe(true);
+    // Frames 11 and 12 are back in the queue, ahead of 13…49 that were never sent.
+    expect(stream.queuedMs).toBe((50 - 11) * 20);
+    const before = sent.length;
+    stream.enqueueAudio(numbered(50, 5)); // TTS audio keeps coming while paused
+    stream.enqueueMark('late');
+    vi.advanceTimersByTime(1000);
+    expect(sent.length).toBe(before);
+    stream.resume();
+    vi.advanceTimersByTime(2000);
+    const after = sent.slice(before);
+    // The mark of frame 10 (still playing at the pause: not echoed) goes first, then frame 11: no duplicate, no gap.
+    expect(after[0]).toMatchObject({ kind: 'mark', name: '220' });
+    expect(frames(after).map((x) => x.bytes[0])).toEqual(Array.from({ length: 44 }, (_, k) => 11 + k));
+    expect(after.filter((s) => s.kind === 'mark').map((s) => (s as { name: string }).name)).toEqual(['220', '1000', 'late']);
+    // A fresh burst after the resume, and the pause is not a late frame.
+    expect(frames(after).slice(0, 3).every((x) => x.at === frames(after)[0]!.at)).toBe(true);
+    expect(stream.stats.lateFrames).toBe(0);
+    expect(stream.queuedMs).toBe(0);
+    pacer.stop();
+  });
+
+  it('clear during a pause drops the held audio and what queued behind it', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    stream.enqueueAudio(audio(1000));
+    vi.advanceTimersByTime(100);
+    stream.pause(() => true);
+    stream.enqueueAudio(audio(200));
+    const before = sent.length;
+    stream.clear();
+    expect(stream.isPaused).toBe(false);
+    expect(stream.queuedMs).toBe(0);
+    vi.advanceTimersByTime(1000);
+    expect(sent.length).toBe(before);
+    stream.resume(); // no-op: nothing held
+    stream.enqueueAudio(audio(100));
+    expect(frames(sent.slice(before))).toHaveLength(3);
+    pacer.stop();
+  });
+
   it('catches up at most 3 frames per leg after a late tick, and counts the late frame', () => {
     const pacer = new OutboundPacer({ now: clock });
     const { sink, sent } = recordingSink();

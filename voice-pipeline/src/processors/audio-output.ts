@@ -8,6 +8,14 @@ export interface AudioTransport {
   sendAudio(mulaw: Uint8Array): void;
   sendMark(name: string): void;
   clear(): void;
+  /**
+   * Tentative barge-in: stop playing now (the carrier's buffer is cleared) and hold the audio
+   * not yet played, including what the carrier discarded; later audio and marks queue behind
+   * it. Marks of held audio are reported when it has played after {@link resume}.
+   */
+  pause(): void;
+  /** Play the held audio on from where {@link pause} stopped it. */
+  resume(): void;
   onMarkPlayed(listener: (name: string) => void): void;
 }
 
@@ -34,7 +42,8 @@ interface Playback {
  * {@link MARK_INTERVAL_MS} and at the end of each turn, and learns from the echoed marks
  * how much the caller actually heard. When a turn has played to its end it reports
  * `agent.spoken` up; on `interrupt` it clears the carrier's queue and reports the turn
- * truncated to the words heard. On `call.end` (the line closed with agent audio still
+ * truncated to the words heard. `agent.pause` / `agent.resume` (a tentative barge-in) pause
+ * and resume the carrier's playback; the turns stay open meanwhile. On `call.end` (the line closed with agent audio still
  * playing) it reports such turns truncated the same way, as interrupted.
  */
 export class AudioOutput extends Processor {
@@ -77,6 +86,14 @@ export class AudioOutput extends Processor {
       }
       case 'interrupt':
         this.interrupt(frame.at);
+        this.push(frame, 'up');
+        return;
+      case 'agent.pause':
+        this.transport.pause();
+        this.push(frame, 'up');
+        return;
+      case 'agent.resume':
+        this.transport.resume();
         this.push(frame, 'up');
         return;
       case 'call.end':

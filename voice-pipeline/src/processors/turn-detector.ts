@@ -33,12 +33,27 @@ export interface TurnDetectorOptions {
  *   qualify. The word cannot come before the STT heard it, so the reaction is the STT's
  *   first-word time plus a few ms (media-gateway/test/integration/barge-in-reaction.test.ts).
  * - `low`: two meaningful words and 500 ms of voice.
+ *
+ * `pauseAfterMs` (rules that wait for words): voice over the agent this long pauses it at
+ * once (`agent.pause`: the carrier's buffer is cleared, the unplayed audio held), so the
+ * caller hears the agent stop within ~100 ms although the rule is not yet met. The rule then
+ * confirms it (`interrupt`), or, when the caller has been quiet for {@link RESUME_AFTER_MS}
+ * without meeting it (a cough, "mm-hmm"), the agent resumes where it stopped (`agent.resume`).
  */
 export const BARGE_IN_RULES = {
-  high: { minVoicedMs: 120, needsWords: 0, forceMs: 120 },
-  medium: { minVoicedMs: 100, needsWords: 1, forceMs: 900 },
-  low: { minVoicedMs: 500, needsWords: 2, forceMs: 1500 },
+  high: { minVoicedMs: 120, needsWords: 0, forceMs: 120, pauseAfterMs: null },
+  medium: { minVoicedMs: 100, needsWords: 1, forceMs: 900, pauseAfterMs: 100 },
+  low: { minVoicedMs: 500, needsWords: 2, forceMs: 1500, pauseAfterMs: 100 },
 } as const;
+
+/**
+ * A paused agent resumes after this much caller silence with no barge-in confirmed (the
+ * false-interruption window). Long enough for the STT's first word of real speech to arrive
+ * (the Deepgram simulator sends it ~260 ms after onset, so for a short "Stop." ~100 ms after
+ * the speech ends; real Deepgram's interim lag is 200-400 ms), short enough that a cough
+ * costs the caller half a second of the agent's silence.
+ */
+export const RESUME_AFTER_MS = 500;
 
 const BACKCHANNELS = new Set(['mm', 'mmhmm', 'mhm', 'hmm', 'uhhuh', 'uh', 'um', 'yeah', 'yes', 'yep', 'ok', 'okay', 'right', 'sure', 'aha', 'ah', 'oh']);
 
@@ -93,6 +108,8 @@ export class TurnDetector extends Processor {
   private readonly audibleTurns = new Set<string>();
   /** Caller speech began while the agent was audible and has not (yet) earned an interrupt. */
   private overlapping = false;
+  /** The agent is paused by a tentative barge-in (`agent.pause` sent, neither confirmed nor resumed). */
+  private paused = false;
 
   constructor(private readonly opts: TurnDetectorOptions) {
     super();
@@ -132,6 +149,7 @@ export class TurnDetector extends Processor {
         return;
       case 'interrupt':
         this.audibleTurns.clear();
+        this.paused = false;
         this.push(frame);
         return;
       default:
@@ -160,6 +178,11 @@ export class TurnDetector extends Processor {
     }
     this.silenceRunMs += FRAME_MS;
     if (this.silenceRunMs >= 2 * FRAME_MS) this.voicedRunMs = 0;
+    if (this.paused && this.state !== 'speaking' && at + FRAME_MS - this.lastVoicedAt >= RESUME_AFTER_MS) {
+      // The false-interruption window passed without a confirmed barge-in: play on.
+      this.paused = false;
+      this.push({ kind: 'agent.resume', at, speechOnsetAt: this.speechOnsetAt });
+    }
     if (this.state === 'speaking' && this.silenceRunMs >= 2 * FRAME_MS) {
       this.state = 'trailing';
       this.push({ kind: 'user.stopped-speaking', at });
@@ -184,7 +207,15 @@ export class TurnDetector extends Processor {
     if (qualifies || forced) {
       this.audibleTurns.clear();
       this.overlapping = false;
+      this.paused = false;
       this.push({ kind: 'interrupt', cause: 'barge-in', at, speechOnsetAt: this.speechOnsetAt });
+      return;
+    }
+    if (rule.pauseAfterMs !== null && !this.paused && this.state === 'speaking' && this.utteranceVoicedMs >= rule.pauseAfterMs) {
+      this.paused = true;
+      // Whatever it turns out to be, it is said over the agent: a backchannel makes no turn.
+      this.overlapping = true;
+      this.push({ kind: 'agent.pause', at, speechOnsetAt: this.speechOnsetAt });
     }
   }
 

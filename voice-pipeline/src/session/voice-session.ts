@@ -33,8 +33,13 @@ export interface VoiceSessionOptions {
   /** A provider failed; `recoverable` false means the call is ending because of it. */
   onError?: (error: ProviderError, recoverable: boolean) => void;
   onTurnMetrics?: (metrics: TurnMetrics) => void;
-  /** Caller speech onset → `clear` sent to the carrier, per barge-in. */
+  /**
+   * Caller speech onset → `clear` sent to the carrier, per barge-in: the pause's clear when
+   * the sensitivity pauses first (`medium`, `low`), the interrupt's otherwise (`high`).
+   */
   onBargeIn?: (reactionMs: number) => void;
+  /** A paused agent resumed: the barge-in was a false interruption (cough, backchannel). */
+  onFalseInterruption?: () => void;
   /** Epoch ms of the call's start (defaults to now). */
   startedAtMs?: number;
   now?: () => number;
@@ -80,6 +85,8 @@ export class VoiceSession {
   private hangupAfterTurn: string | null = null;
   private finished = false;
   private hangingUp = false;
+  /** A tentative barge-in paused the agent and its reaction was reported. */
+  private paused = false;
   private resolveEnded!: (o: SessionOutcome) => void;
   /** Resolves once, when the call is over and the record complete. */
   readonly ended: Promise<SessionOutcome>;
@@ -237,8 +244,18 @@ export class VoiceSession {
       case 'agent.spoken':
         this.onSpoken(frame);
         return;
+      case 'agent.pause':
+        this.paused = true;
+        this.opts.onBargeIn?.(frame.at - frame.speechOnsetAt);
+        return;
+      case 'agent.resume':
+        this.paused = false;
+        this.opts.onFalseInterruption?.();
+        return;
       case 'interrupt':
-        if (frame.cause === 'barge-in') this.opts.onBargeIn?.(frame.at - frame.speechOnsetAt);
+        // A barge-in that paused the agent first was measured at the pause.
+        if (frame.cause === 'barge-in' && !this.paused) this.opts.onBargeIn?.(frame.at - frame.speechOnsetAt);
+        this.paused = false;
         this.pendingAgentTurns.clear();
         return;
       case 'error':

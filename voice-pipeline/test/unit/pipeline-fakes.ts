@@ -281,7 +281,7 @@ export class FakeStt implements SttProvider {
 
 // ---------- carrier leg ----------
 
-export type TransportEvent = { type: 'audio'; bytes: number } | { type: 'mark'; name: string } | { type: 'clear' } | { type: 'hangup' };
+export type TransportEvent = { type: 'audio'; bytes: number } | { type: 'mark'; name: string } | { type: 'clear' } | { type: 'pause' } | { type: 'resume' } | { type: 'hangup' };
 
 /**
  * Records what the output sends to the carrier. Marks come back when the test calls
@@ -334,6 +334,15 @@ export class FakeTransport implements AudioTransport {
     this.echoTimers.clear();
     this.playEndAt = 0;
     for (const name of this.pending.splice(0)) this.played(name);
+  }
+
+  /** Like the leg: the carrier's buffer empties; pending marks stay pending (the held audio plays after `resume`). */
+  pause(): void {
+    this.log.push({ type: 'pause' });
+  }
+
+  resume(): void {
+    this.log.push({ type: 'resume' });
   }
 
   onMarkPlayed(listener: (name: string) => void): void {

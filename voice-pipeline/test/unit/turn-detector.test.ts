@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { TurnDetectorOptions } from '../../src/processors/turn-detector.js';
-import { meaningfulWords, TurnDetector } from '../../src/processors/turn-detector.js';
+import { meaningfulWords, RESUME_AFTER_MS, TurnDetector } from '../../src/processors/turn-detector.js';
 import { frames, Harness, levelVad } from './harness.js';
 
 /** Time here is the frames' `at` (the session clock): the detector itself keeps no timers. */
@@ -249,6 +249,97 @@ describe('TurnDetector: barge-in', () => {
     expect(h.downOf('interrupt').map((f) => f.cause)).toEqual(['ending']);
     feed(1000, 300, true);
     expect(h.downOf('interrupt')).toHaveLength(1);
+  });
+});
+
+describe('TurnDetector: pause, then confirm or resume', () => {
+  it('pauses the agent at medium after 100 ms of voice, and the first meaningful word confirms the barge-in', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 80, true);
+    expect(h.downOf('agent.pause')).toEqual([]);
+    feed(1080, 20, true);
+    expect(h.downOf('agent.pause')).toEqual([{ kind: 'agent.pause', at: 1080, speechOnsetAt: 1000 }]);
+    expect(h.downOf('interrupt')).toEqual([]);
+    feed(1100, 160, true);
+    h.down(frames.interim('wait', 1260));
+    expect(h.downOf('interrupt')).toEqual([{ kind: 'interrupt', cause: 'barge-in', at: 1260, speechOnsetAt: 1000 }]);
+    // Confirmed: nothing resumes, however long the silence.
+    feed(1260, 40, false);
+    feed(1300, 2000, false);
+    expect(h.downOf('agent.resume')).toEqual([]);
+    expect(h.downOf('agent.pause')).toHaveLength(1);
+  });
+
+  it(`resumes after a cough once the caller has been quiet for RESUME_AFTER_MS (${RESUME_AFTER_MS} ms), with no interrupt and no turn`, () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 160, true); // the cough: last voiced frame ends at 1160
+    expect(h.downOf('agent.pause').map((f) => f.at)).toEqual([1080]);
+    feed(1160, RESUME_AFTER_MS - 40, false);
+    expect(h.downOf('agent.resume')).toEqual([]);
+    feed(1160 + RESUME_AFTER_MS - 40, 2000, false);
+    expect(h.downOf('agent.resume')).toEqual([{ kind: 'agent.resume', at: 1160 + RESUME_AFTER_MS - 20, speechOnsetAt: 1000 }]);
+    expect(h.downOf('interrupt')).toEqual([]);
+    expect(h.downOf('user.turn')).toEqual([]);
+  });
+
+  it('resumes after a backchannel over the agent and makes no turn of it', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 200, true);
+    h.down(frames.interim('mm-hmm', 1200));
+    feed(1200, 100, true);
+    feed(1300, 40, false);
+    h.down(frames.final('Mm-hmm.', 1350, { speechFinal: true }));
+    feed(1340, 2000, false);
+    expect(h.downOf('agent.pause')).toHaveLength(1);
+    expect(h.downOf('agent.resume').map((f) => f.at)).toEqual([1300 + RESUME_AFTER_MS - 20]);
+    expect(h.downOf('interrupt')).toEqual([]);
+    expect(h.downOf('user.turn')).toEqual([]);
+  });
+
+  it('stays paused while the caller keeps talking, and a word arriving in the window still confirms', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 200, true);
+    feed(1200, 200, false); // a pause shorter than the window
+    feed(1400, 200, true);
+    feed(1600, 300, false);
+    expect(h.downOf('agent.resume')).toEqual([]);
+    h.down(frames.interim('hello', 1900));
+    expect(h.downOf('interrupt').map((f) => f.at)).toEqual([1900]);
+    feed(1900, 2000, false);
+    expect(h.downOf('agent.resume')).toEqual([]);
+  });
+
+  it('does not pause for less than 100 ms of voice, at high (which interrupts at once) or when interruption is disabled', () => {
+    const short = setup();
+    short.h.up(frames.audioStarted('turn_a', 900));
+    short.feed(1000, 80, true);
+    short.feed(1080, 1000, false);
+    expect(short.h.downOf('agent.pause')).toEqual([]);
+    const high = setup({ sensitivity: 'high' });
+    high.h.up(frames.audioStarted('turn_a', 900));
+    high.feed(1000, 300, true);
+    expect(high.h.downOf('agent.pause')).toEqual([]);
+    expect(high.h.downOf('interrupt')).toHaveLength(1);
+    const off = setup({ interruptionEnabled: false });
+    off.h.up(frames.audioStarted('turn_a', 900));
+    off.feed(1000, 300, true);
+    off.feed(1300, 1000, false);
+    expect(off.h.downOf('agent.pause')).toEqual([]);
+    expect(off.h.downOf('agent.resume')).toEqual([]);
+  });
+
+  it('pauses at low too, and an interrupt from above (call ending) ends the pause without a resume', () => {
+    const { h, feed } = setup({ sensitivity: 'low' });
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 120, true);
+    expect(h.downOf('agent.pause').map((f) => f.at)).toEqual([1080]);
+    h.down(frames.interrupt(1200, 'ending'));
+    feed(1200, 1000, false);
+    expect(h.downOf('agent.resume')).toEqual([]);
   });
 });
 
