@@ -133,6 +133,19 @@ describe('chunkSections', () => {
     expect(last.context).toMatch(/Parking \| Pets$/);
   });
 
+  it('reads Windows line endings as paragraph breaks and special-token text as plain text', () => {
+    const text = Array.from({ length: 30 }, (_, p) => paragraph(p * 10, 6)).join('\r\n\r\n') + '\r\n\r\nThe literal <|endoftext|> is text here.';
+    const chunks = chunkSections([section(text)]);
+    expect(chunks.length).toBeGreaterThan(3);
+    for (const c of chunks) {
+      expect(c.text).not.toContain('\r');
+      expect(c.tokenCount).toBe(tokens(c.text));
+    }
+    expect(chunks.at(-1)?.text).toContain('The literal <|endoftext|> is text here.');
+    // CRLF blank lines were paragraph breaks: the first chunk is whole paragraphs joined by \n\n.
+    expect(chunks[0]?.text.split('\n\n').every((p) => /^Fact \d+ says/.test(p))).toBe(true);
+  });
+
   it('honours smaller options', () => {
     const chunks = chunkSections([section(paragraph(0, 60))], { targetTokens: 100, overlapTokens: 20, maxTokens: 120 });
     expect(chunks.length).toBeGreaterThan(8);

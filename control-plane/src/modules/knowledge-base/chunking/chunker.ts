@@ -119,7 +119,7 @@ const sepTokens = (sep: string): number => (sep.includes('\n') ? 1 : 0);
 /** Units of one section: whole paragraphs when they fit `target`, else their sentences, else token slices. */
 function sectionUnits(section: ParsedSection, target: number): Unit[] {
   const units: Unit[] = [];
-  for (const paragraph of section.text.split(PARAGRAPH_BREAK)) {
+  for (const paragraph of section.text.replace(/\r\n?/g, '\n').split(PARAGRAPH_BREAK)) {
     const trimmed = paragraph.trim();
     if (trimmed === '') continue;
     const add = (text: string, tokens: number, sep: string): void => {
