@@ -53,6 +53,8 @@ describe('detectDocumentType', () => {
     ['notes', null, '{"sniffed": "json"}', 'json'],
     ['index', 'application/octet-stream', '<!DOCTYPE html><html></html>', 'html'],
     ['changelog.log', 'text/plain', 'line one\n\u001b[31mred\u001b[0m', 'text'],
+    ['notes.txt', 'application/pdf', 'the extension agrees with the text', 'text'],
+    ['feed.xml', null, '<!-- generated -->\n<!DOCTYPE feed>\n<feed/>', 'xml'],
   ])('takes %s (%s) as a text format', async (filename, mime, text, type) => {
     expect(await detect(utf8(text), filename, mime)).toMatchObject({ ok: true, type, encoding: 'utf-8' });
   });

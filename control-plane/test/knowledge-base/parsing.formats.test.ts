@@ -83,6 +83,13 @@ describe('parseDocument', () => {
     });
   });
 
+  it('CSV (rows as in XLSX): a one-value title row above the header stays a plain line; a one-column list stays plain', async () => {
+    const csv = await parseDocument('csv', scratch.file('titled.csv', 'Price list 2024\n\nDish,Price\nFish soup,12.50\n'));
+    expect(csv.sections).toEqual([{ text: 'Price list 2024\nDish: Fish soup; Price: 12.50', pageNumber: null, context: 'Rows 1-4' }]);
+    const list = await parseDocument('csv', scratch.file('list.csv', 'Allergens\nfish\ncelery\n'));
+    expect(list.sections).toEqual([{ text: 'Allergens\nfish\ncelery', pageNumber: null, context: 'Rows 1-3' }]);
+  });
+
   it('CSV: UTF-16 with a BOM (Excel "Unicode text", tab-separated)', async () => {
     const bytes = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Name\tCity\nZoë\tKöln\n', 'utf16le')]);
     const doc = await parseDocument('csv', scratch.file('staff.csv', bytes));

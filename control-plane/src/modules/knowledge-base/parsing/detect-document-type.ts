@@ -89,14 +89,16 @@ export async function detectDocumentType(input: DetectInput): Promise<DetectResu
   const { encoding, chars } = text;
   const look = lookAtText(chars);
 
-  if (claimed && BINARY_TYPES.has(claimed)) {
+  const textClaims = claims.filter((t) => !BINARY_TYPES.has(t));
+  if (claimed && textClaims.length === 0) {
     return unprocessable(`the content is text, not ${TYPE_NAMES[claimed]} as the ${claimSource(input, claimed)} says`);
   }
   // A specific text claim beats `text/plain` (browsers send it for .csv and .md files).
-  const textClaim = claims.find((t) => t !== 'text') ?? claimed;
+  const textClaim = textClaims.find((t) => t !== 'text') ?? textClaims[0];
   if (!textClaim) return accept(look ?? 'text', encoding);
   if (textClaim === 'json' && look !== 'json') return unprocessable(mismatch(input, 'json', look));
-  if (textClaim === 'xml' && look !== 'xml' && look !== 'html') return unprocessable(mismatch(input, 'xml', look));
+  // XML may open with a comment or a DOCTYPE: any markup will do, the parser judges the rest.
+  if (textClaim === 'xml' && !chars.trimStart().startsWith('<')) return unprocessable(mismatch(input, 'xml', look));
   return accept(textClaim, encoding);
 }
 

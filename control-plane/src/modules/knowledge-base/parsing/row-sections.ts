@@ -2,7 +2,8 @@ import type { ParsedSection } from '../types.js';
 import { SectionGrouper } from './sections.js';
 
 /**
- * Tabular rows (XLSX sheets, CSV) as sections: the first non-empty row is the header; each
+ * Tabular rows (XLSX sheets, CSV) as sections: the first row with two or more values is the
+ * header (single-value rows before it, such as a title, stay plain lines); each
  * later row becomes one line of `header: value` pairs (`Dish: Fish soup; Price: 12`), so a
  * row is understandable on its own, empty cells left out; cells beyond the header are
  * named by their column letter. Rows are grouped into sections of about
@@ -24,8 +25,14 @@ export class RowSections {
 
   /** Adds row `rowNumber` (1-based) with its cells' display text, empty strings for blank cells. */
   add(cells: string[], rowNumber: number): void {
-    if (!cells.some((c) => c.trim())) return;
+    const filled = cells.filter((c) => c.trim());
+    if (filled.length === 0) return;
     if (!this.header) {
+      if (filled.length === 1) {
+        // A title above the table ("Price list 2024"), or a one-column list: kept as a plain line.
+        this.grouper.add({ text: filled[0]!.replace(/\s+/g, ' '), context: null }, rowNumber);
+        return;
+      }
       this.header = cells.map((c) => c.replace(/\s+/g, ' ').trim());
       return;
     }
