@@ -266,7 +266,9 @@ export class KbIndex {
        from unnest(${QUERY_TSVECTOR}) t
        cross join lateral (select k.chunk_count from kb_term_stats k
                            where k.tenant_id = $2 and k.embedding_model = $3 and k.lexeme = t.lexeme offset 0) s
-       where s.chunk_count > 0`,
+       -- English stop words carry no meaning to match on; in a small knowledge base they are rare
+       -- enough to look significant. The chunks keep them, so switching this needs no reindex.
+       where s.chunk_count > 0 and to_tsvector('english'::regconfig, t.lexeme) <> ''::tsvector`,
       [query, tenantId, model],
     );
     return r.rows.map((t) => ({ lexeme: t.lexeme, tsquery: t.q, df: t.df, weight: termWeight(totalChunks, t.df) }));
