@@ -130,9 +130,11 @@ function sectionUnits(section: ParsedSection, target: number): Unit[] {
       add(trimmed, tokens, '\n\n');
       continue;
     }
-    splitSentences(trimmed).forEach((sentence, i) => {
+    const sentences = splitSentences(trimmed);
+    sentences.forEach((sentence, i) => {
       const sep = i === 0 ? '\n\n' : sentence.sep;
-      const n = countTokens(sentence.text);
+      // One sentence is the whole paragraph (text without sentence ends): already counted.
+      const n = sentences.length === 1 && sentence.text === trimmed ? tokens : countTokens(sentence.text);
       if (n <= target) return add(sentence.text, n, sep);
       splitByTokens(sentence.text, target).forEach((piece, j) => add(piece, countTokens(piece), j === 0 ? sep : ' '));
     });
@@ -168,7 +170,10 @@ function overlapTail(units: readonly Unit[], budget: number): Unit[] {
 
 /** The last `budget` tokens of a sentence, starting at a word boundary. */
 function tailWords(text: string, budget: number, context: string | null): Unit[] {
-  const tokens = encodeTokens(text);
+  // Only the end is needed; a cl100k token is rarely over 12 characters.
+  const end = text.slice(-budget * 12);
+  if (!/\s/.test(end)) return [];
+  const tokens = encodeTokens(end);
   const tail = decodeTokens(tokens.slice(Math.max(0, tokens.length - budget)));
   const start = tail.search(/\s\S/);
   const words = (start >= 0 ? tail.slice(start) : '').trim();
@@ -197,7 +202,7 @@ function chunkRun(run: readonly ParsedSection[], o: Required<ChunkOptions>, out:
     // Counted exactly on the final text: the unit sum is an estimate (BPE merges across joins).
     // Over the ceiling, overlap goes first, then trailing pieces move on to the next chunk.
     let text = joinUnits(units);
-    let tokenCount = countTokens(text);
+    let tokenCount = units.length === 1 ? (units[0] as Unit).tokens : countTokens(text);
     while (tokenCount > o.maxTokens && units.length > 1) {
       if (units[0]?.overlap === true) {
         units = units.slice(1);

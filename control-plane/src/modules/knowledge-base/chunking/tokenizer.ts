@@ -5,8 +5,9 @@
  * js-tiktoken's byte-pair merge is quadratic in the length of one pre-tokenised piece, and
  * text without spaces (CJK, base64, long URLs) is one piece: 800 CJK characters take ~4 s,
  * 8,000 would take minutes. So runs of more than {@link MAX_RUN} non-space characters are
- * encoded in slices of that many code points. Counts then differ from cl100k's by a token or
- * so per slice, only inside such runs; ordinary prose is encoded exactly.
+ * encoded in slices of {@link RUN_SLICE} code points (measured: ~10k CJK characters/s, about
+ * 1.5% more tokens than whole-run BPE; 32-point slices were half as fast for 0.2%). Counts
+ * differ from cl100k's only inside such runs; ordinary prose is encoded exactly.
  */
 import { Tiktoken } from 'js-tiktoken/lite';
 import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
@@ -21,6 +22,8 @@ export function cl100k(): Tiktoken {
 
 /** Longest run of non-space code points encoded in one piece (see the module comment). */
 export const MAX_RUN = 32;
+/** Code points per slice of a longer run. */
+export const RUN_SLICE = 8;
 const LONG_RUN = new RegExp(`\\S{${MAX_RUN + 1},}`, 'gu');
 const HAS_LONG_RUN = new RegExp(`\\S{${MAX_RUN + 1}}`, 'u');
 
@@ -40,7 +43,7 @@ export function encodeTokens(text: string): number[] {
   for (const m of text.matchAll(LONG_RUN)) {
     if (m.index > last) append(text.slice(last, m.index));
     const codePoints = Array.from(m[0]);
-    for (let i = 0; i < codePoints.length; i += MAX_RUN) append(codePoints.slice(i, i + MAX_RUN).join(''));
+    for (let i = 0; i < codePoints.length; i += RUN_SLICE) append(codePoints.slice(i, i + RUN_SLICE).join(''));
     last = m.index + m[0].length;
   }
   if (last < text.length) append(text.slice(last));
