@@ -22,13 +22,13 @@ import { runBounded } from '../run-bounded.js';
 import { buildCallReport, medianCallMs, planSlots, targetRun, withTargets } from './aggregate.js';
 import { loadCallBenchConfig } from './call-config.js';
 import type { CallBenchConfig } from './call-config.js';
-import type { CallBenchReport, GeneratorFigures, TargetCheck, TargetRun } from './call-results.js';
+import { checkTargets, formatCallTable, renderCallReportHtml } from './call-report.js';
+import type { GeneratorFigures, TargetRun } from './call-results.js';
 import { scriptForReport } from './call-script.js';
-import { formatCallSummary } from './call-summary.js';
 import { Child } from './child.js';
 import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
 import { epochNow } from './process-sampler.js';
-import type { LoopDelaySummary, RawSample } from './process-sampler.js';
+import type { RawSample } from './process-sampler.js';
 
 type Providers = { deepgram: ProviderAddress; openai: ProviderAddress; elevenlabs: ProviderAddress };
 
@@ -59,23 +59,6 @@ interface Started {
 function track<C extends { kill(): Promise<void> }>(started: Started, child: C): C {
   started.children.add(child);
   return child;
-}
-
-/** The report functions of call-report.ts, when that module is present (it is built alongside). */
-interface ReportFunctions {
-  formatCallTable?: (r: CallBenchReport) => string;
-  checkTargets?: (r: CallBenchReport) => TargetCheck[];
-  renderCallReportHtml?: (r: CallBenchReport) => string;
-}
-
-async function reportFunctions(): Promise<ReportFunctions> {
-  const spec = './call-report.js';
-  try {
-    return (await import(spec)) as ReportFunctions;
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') return {};
-    throw err;
-  }
 }
 
 async function scrape(url: string | null): Promise<{ lateFrames: number; activeCalls: number } | null> {
@@ -168,7 +151,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     records,
     gatewayEnds,
     samples,
-    steadyLoopDelay: stopped.steadyLoopDelay as LoopDelaySummary,
+    steadyLoopDelay: stopped.steadyLoopDelay,
     lateFramesAtGateway: before && after ? after.lateFrames - before.lateFrames : null,
     window: { startAt, rampEndAt, steadyEndAt, finishedAt },
     utteranceBreakMs: UTTERANCE_BREAK_MS,
@@ -203,7 +186,6 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
   }
   await sims.kill();
 
-  const fns = await reportFunctions();
   const base = buildCallReport({
     startedAt,
     settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, script: scriptForReport() },
@@ -212,20 +194,20 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
     gateway: gateway.run,
     relay,
   });
-  const report = { ...withTargets(base, fns.checkTargets?.(base) ?? []), loadAverage: { atStart: loadAtStart, atEnd: os.loadavg()[0]! } };
+  const report = { ...withTargets(base, checkTargets(base)), loadAverage: { atStart: loadAtStart, atEnd: os.loadavg()[0]! } };
 
   mkdirSync(config.outDir, { recursive: true });
   const jsonFile = join(config.outDir, reportFileName(startedAt, 'calls'));
   writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
   const htmlFile = jsonFile.replace(/\.json$/, '.html');
-  if (fns.renderCallReportHtml) writeFileSync(htmlFile, fns.renderCallReportHtml(report));
+  writeFileSync(htmlFile, renderCallReportHtml(report));
 
-  process.stdout.write(`\n${fns.formatCallTable ? fns.formatCallTable(report) : formatCallSummary(report)}\n\n`);
+  process.stdout.write(`\n${formatCallTable(report)}\n\n`);
   const simsFig = report.gateway.simulators;
   if (simsFig) process.stdout.write(`provider simulators process during the gateway run: CPU ${simsFig.cpuPercent.toFixed(0)} % of a core, event-loop delay p99 ${simsFig.loopDelayP99Ms?.toFixed(1) ?? '-'} ms\n`);
   const busy = Math.max(report.loadAverage.atStart, report.loadAverage.atEnd);
   if (busy > report.capacity.cores) process.stdout.write(`warning: the machine's load average reached ${busy.toFixed(1)} on ${report.capacity.cores} cores: other work competed with the processes measured\n`);
-  process.stdout.write(`results written to ${jsonFile}${fns.renderCallReportHtml ? ` and ${htmlFile}` : ''}\n`);
+  process.stdout.write(`results written to ${jsonFile} and ${htmlFile}\n`);
   process.stdout.write(`${report.ok ? 'OK' : 'NOT OK'}: ${report.gateway.calls.failed} failed gateway calls; ${report.targets.filter((t) => t.pass === false).length} of ${report.targets.length} targets missed\n`);
   return report.ok ? 0 : 1;
 }
