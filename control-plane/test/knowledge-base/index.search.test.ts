@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import type { Database } from '../../src/db/database.js';
-import { KbIndex, KbIndexError, nearestChunksSql, vectorLiteral } from '../../src/modules/knowledge-base/index/kb-index.js';
+import { KbIndex, KbIndexError, hnswIndexName, nearestChunksSql, vectorLiteral } from '../../src/modules/knowledge-base/index/kb-index.js';
 import { detectVectorSupport } from '../../src/modules/knowledge-base/index/vector-support.js';
 import type { VectorSupport } from '../../src/modules/knowledge-base/index/vector-support.js';
 import { chunksOf, insertDocument, insertTenant, neutralVector, startPgliteWithVector, topicVector } from './index-fixtures.js';
@@ -91,10 +91,15 @@ describe.each(backends)('knowledge-base index on $name', (backend) => {
       await client.query('set local enable_bitmapscan = off');
       const plan = await client.query(`explain ${nearestChunksSql(MODEL, 8)}`, [vectorLiteral(topicVector('hours')), tenantId, [hours, refunds, codes], 5]);
       await client.query('rollback');
-      expect(plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')).toContain(mine[0]!.indexdef.match(/INDEX (\S+)/)![1]);
+      expect(plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')).toContain(hnswIndexName(MODEL));
     } finally {
       client.release();
     }
+    // Start-up recreates a missing index (a database that gained pgvector after vectors were written).
+    await database.pool.query(`drop index ${hnswIndexName(MODEL)}`);
+    expect(await new KbIndex({ pool: database.pool, vectorSupport: support }).ensureVectorIndexes()).toContain(MODEL);
+    const again = await database.pool.query('select 1 from pg_indexes where indexname = $1', [hnswIndexName(MODEL)]);
+    expect(again.rowCount).toBe(1);
   });
 
   it('finds the chunk whose meaning matches a paraphrased query by its vector', async () => {

@@ -15,7 +15,7 @@ export interface KbSearchParams {
   queryVector: Float32Array;
   /** Only chunks embedded by this model are compared (never two models in one search). */
   model: string;
-  /** Restricts the search to these documents (others of the tenant are ignored; unknown ids match nothing). */
+  /** Restricts the search to these documents (unknown or other tenants' ids match nothing; `[]` matches nothing). Absent: all. */
   documentIds?: string[];
   /** At most this many matches, best first. Default 5. */
   topK?: number;
@@ -364,19 +364,45 @@ export class KbIndex {
   private async ensureModel(model: string, dims: number): Promise<void> {
     if (this.modelDims.get(model) === dims) return;
     await this.pool.query('insert into kb_embedding_models (model, dimensions) values ($1, $2) on conflict (model) do nothing', [model, dims]);
-    const known = await this.registeredDims(model);
+    const r = await this.pool.query<{ dimensions: number }>('select dimensions from kb_embedding_models where model = $1', [model]);
+    const known = r.rows[0]?.dimensions;
     if (known !== dims) throw new KbIndexError('dimension_mismatch', `model ${model} has ${known} dimensions, got vectors of ${dims}`);
-    if (this.vectorSupport.kind === 'pgvector') {
-      // pgvector's HNSW takes at most 2,000 dimensions; larger models use exact search (no index).
-      if (dims <= 2000) {
-        const name = `kb_chunks_hnsw_${createHash('sha256').update(model).digest('hex').slice(0, 16)}`;
-        await this.pool.query(
-          `create index if not exists ${name} on kb_chunks using hnsw ((embedding::vector(${dims})) vector_cosine_ops)
-           where embedding_model = ${literal(model)}`,
-        );
-      }
-    }
+    if (this.vectorSupport.kind === 'pgvector') await this.ensureHnswIndex(model, dims);
     this.modelDims.set(model, dims);
+  }
+
+  /**
+   * With pgvector, gives every registered model its HNSW index; call at start-up. Needed when
+   * the database gained pgvector after vectors were written, since indexes are otherwise only
+   * made on a model's first write. Building over existing rows blocks chunk writes meanwhile.
+   * Returns the models whose index now exists.
+   */
+  async ensureVectorIndexes(): Promise<string[]> {
+    if (this.vectorSupport.kind !== 'pgvector') return [];
+    const r = await this.pool.query<{ model: string; dimensions: number }>('select model, dimensions from kb_embedding_models order by model');
+    const done: string[] = [];
+    for (const { model, dimensions } of r.rows) {
+      if (await this.ensureHnswIndex(model, dimensions)) done.push(model);
+      this.modelDims.set(model, dimensions);
+    }
+    return done;
+  }
+
+  /** False when the model is too wide for HNSW (pgvector: at most 2,000 dimensions); it is then searched exactly. */
+  private async ensureHnswIndex(model: string, dims: number): Promise<boolean> {
+    if (dims > 2000) return false;
+    const name = hnswIndexName(model);
+    try {
+      await this.pool.query(
+        `create index if not exists ${name} on kb_chunks using hnsw ((embedding::vector(${dims})) vector_cosine_ops)
+         where embedding_model = ${literal(model)}`,
+      );
+    } catch (err) {
+      // Two replicas creating it at once: the loser gets a duplicate-name error, and the index exists.
+      const exists = await this.pool.query('select 1 from pg_class where relname = $1', [name]);
+      if (exists.rowCount === 0) throw err;
+    }
+    return true;
   }
 
   private async registeredDims(model: string): Promise<number | null> {
@@ -437,6 +463,11 @@ const INCREMENT_TERM_STATS = `
 
 /** A document's chunk-set version: `processed_at` in microseconds, as text. */
 const VERSION_SQL = `coalesce((extract(epoch from processed_at) * 1000000)::bigint, 0)::text`;
+
+/** The name of a model's partial HNSW index (model names can be long and hold any character). */
+export function hnswIndexName(model: string): string {
+  return `kb_chunks_hnsw_${createHash('sha256').update(model).digest('hex').slice(0, 16)}`;
+}
 
 function literal(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
