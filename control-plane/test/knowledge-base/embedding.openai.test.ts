@@ -6,6 +6,7 @@
 import { createServer } from 'node:net';
 import { OpenAiSimulator } from '@vap/voice-pipeline/simulators';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { chunkSections } from '../../src/modules/knowledge-base/chunking/chunker.js';
 import { LocalEmbedder } from '../../src/modules/knowledge-base/embedding/local-embedder.js';
 import { EmbeddingError, OpenAiCompatibleEmbedder, embeddingsUrl, parseRetryAfter, type OpenAiCompatibleEmbedderOptions } from '../../src/modules/knowledge-base/embedding/openai-compatible-embedder.js';
 import { cosine } from '../../src/modules/knowledge-base/embedding/vectors.js';
@@ -180,6 +181,35 @@ describe('OpenAiCompatibleEmbedder', () => {
     const { embedder } = client({ model: 'my-custom-embedder' });
     expect(() => embedder.dimensions).toThrow(/not known yet/);
     expect(await embedder.resolveDimensions()).toBe(384);
+  });
+});
+
+describe('chunk, embed through the simulator, search', () => {
+  it('ranks the chunk that answers a paraphrased question first', async () => {
+    const topics: [context: string, text: string][] = [
+      ['Opening hours', 'The bistro is open from Tuesday to Sunday. On weekdays we open at noon and close at 23:00; on Saturday and Sunday the kitchen opens at 10:00 for brunch.'],
+      ['Refunds', 'Vouchers that were not used can be refunded within 30 days. Refunds go back to the card used for payment and take five working days to appear.'],
+      ['Parking', 'Guests can leave their car in the municipal garage behind the harbour office. The first three hours are free with a stamp from the bistro.'],
+      ['Pets', 'Dogs are welcome on the terrace and in the bar area, but not in the main dining room. Water bowls are available at the entrance.'],
+      ['Payments', 'We accept cash, debit and credit cards, and contactless payment. Cheques are not accepted.'],
+    ];
+    const chunks = chunkSections(topics.map(([context, text]) => ({ text, context, pageNumber: null })), { targetTokens: 40, overlapTokens: 0, maxTokens: 60 });
+    expect(chunks.map((c) => c.context)).toEqual(topics.map(([context]) => context));
+    const { embedder } = client({ batchSize: 2 });
+    const vectors = await embedder.embed(chunks.map((c) => c.text), 'document');
+    expect(embeddingRequests()).toHaveLength(3);
+    const questions: [string, string][] = [
+      ['What time do you open at the weekend?', 'Opening hours'],
+      ['Can I get my money back for a gift voucher?', 'Refunds'],
+      ['Where can I park?', 'Parking'],
+      ['Can I bring my dog?', 'Pets'],
+      ['Do you take credit cards?', 'Payments'],
+    ];
+    const queries = await embedder.embed(questions.map(([q]) => q), 'query');
+    questions.forEach(([question, expected], i) => {
+      const scores = vectors.map((v) => cosine(queries[i] as Float32Array, v));
+      expect(chunks[scores.indexOf(Math.max(...scores))]?.context, question).toBe(expected);
+    });
   });
 });
 
