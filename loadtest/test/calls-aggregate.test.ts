@@ -18,7 +18,7 @@ function sample(atS: number, cpuMs: number, rssMb: number, activeCalls = 0, loop
 }
 
 function turn(totalMs: number, overheadMs: number): GatewayCallEnd['turnMetrics'][number] {
-  return { turnId: `t${totalMs}`, endpointingMs: totalMs - overheadMs - 100, sttMs: 300, llmFirstTokenMs: 60, ttsFirstByteMs: 40, overheadMs, totalMs };
+  return { turnId: `t${totalMs}`, endpointingMs: totalMs - overheadMs - 100, sttMs: 300, retrievalMs: 0, llmFirstTokenMs: 60, ttsFirstByteMs: 40, overheadMs, totalMs };
 }
 
 describe('frame gaps', () => {
@@ -105,7 +105,7 @@ describe('target run', () => {
   it('counts calls, failures and the figures of every call', () => {
     const records = [
       record({ callSid: 'CA1', turnLatenciesMs: [600, 700], bargeInReactionMs: 140, framesReceived: 4, frameGapsMs: [20, 20, 45] }),
-      record({ callSid: 'CA2', turnLatenciesMs: [800], bargeInReactionMs: null, framesReceived: 2, frameGapsMs: [19] }),
+      record({ callSid: 'CA2', dialledAt: T0 - 250, turnLatenciesMs: [800], bargeInReactionMs: null, framesReceived: 2, frameGapsMs: [19] }),
       record({ callSid: 'CA3', connectedAt: null, completed: false, failure: { callSid: 'CA3', kind: 'connect', message: 'HTTP 503' } }),
       record({ callSid: 'CA4', completed: false, failure: { callSid: 'CA4', kind: 'dropped', message: 'closed' } }),
     ];
@@ -130,6 +130,8 @@ describe('target run', () => {
     expect(run.framePacing.gaps).toMatchObject({ count: 4, p50: 20, max: 45 });
     expect(run.framePacing.jitter).toMatchObject({ count: 4, max: 25 });
     expect(run.durationSec).toBe(12);
+    // Connected calls: CA2 took 250 ms from dial to open, CA1 and CA4 none.
+    expect(run.connect).toMatchObject({ count: 3, p50: 0, max: 250 });
     expect(run.generator).toEqual([{ cpuPercent: 12, loopDelayP99Ms: 2 }]);
     expect(run.notes).toEqual(['1 barge-in(s) got no clear from the gateway', '1 connected call(s) have no end record from the gateway (no stage breakdown for them)']);
   });

@@ -170,6 +170,10 @@ export function targetRun(input: TargetInput): TargetRun {
       utteranceBreakMs: input.utteranceBreakMs,
     },
     process: processFigures(input),
+    connect: measuredOf(
+      connected.map((r) => r.connectedAt! - r.dialledAt),
+      HISTOGRAM_BOUNDS_MS.latency,
+    ),
     durationSec: (input.window.finishedAt - input.window.startAt) / 1000,
     generator: input.generator,
     ...(notes.length > 0 ? { notes } : {}),

@@ -203,6 +203,9 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
   writeFileSync(htmlFile, renderCallReportHtml(report));
 
   process.stdout.write(`\n${formatCallTable(report)}\n\n`);
+  for (const t of [report.gateway, report.relay]) {
+    if (t?.connect) process.stdout.write(`${t.target} connect (dial → stream open): p50 ${t.connect.p50?.toFixed(0) ?? '-'} ms, p95 ${t.connect.p95?.toFixed(0) ?? '-'} ms, max ${t.connect.max?.toFixed(0) ?? '-'} ms over ${t.connect.count} calls\n`);
+  }
   const simsFig = report.gateway.simulators;
   if (simsFig) process.stdout.write(`provider simulators process during the gateway run: CPU ${simsFig.cpuPercent.toFixed(0)} % of a core, event-loop delay p99 ${simsFig.loopDelayP99Ms?.toFixed(1) ?? '-'} ms\n`);
   const busy = Math.max(report.loadAverage.atStart, report.loadAverage.atEnd);

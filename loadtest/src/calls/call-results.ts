@@ -113,6 +113,8 @@ export interface TargetRun {
   durationSec: number;
   /** What each caller process cost over this run (it must stay far from saturated, or the figures measure the generator). */
   generator?: GeneratorFigures[];
+  /** Dial → stream open (upgrade answered), ms, per connected call (the gateway's includes scripting the STT simulator). */
+  connect?: Measured;
   /** What the provider-simulators process cost over this run (gateway only: the relay uses no provider). */
   simulators?: GeneratorFigures;
   /** Things a reader should know that have no field: barge-ins that got no `clear`, calls without a gateway end record, … */
