@@ -54,7 +54,8 @@ const table: FormatCallback = (elem, _walk, builder) => {
 const convert = compile({
   wordwrap: false,
   baseElements: { selectors: [], returnDomByDefault: true },
-  limits: { maxInputLength: 64 * 1024 * 1024 },
+  // The default (16 MB) silently truncates; a 50 MB DOCX can make more HTML than that. The worker's heap limit bounds it.
+  limits: { maxInputLength: Number.MAX_SAFE_INTEGER },
   formatters: { kbHeading: heading, kbTitle: title, kbTable: table },
   selectors: [
     ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, format: 'kbHeading' })),
