@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeBinaryRealArray } from '../../src/modules/knowledge-base/index/fallback-vector-cache.js';
+import type pg from 'pg';
+import { FallbackVectorCache, decodeBinaryRealArray } from '../../src/modules/knowledge-base/index/fallback-vector-cache.js';
 import { TEXT_WEIGHT, excerptOf, hybridScore, termWeight } from '../../src/modules/knowledge-base/index/hybrid-score.js';
 
 describe('hybrid score', () => {
@@ -64,5 +65,41 @@ describe('decodeBinaryRealArray', () => {
 
   it('refuses a vector of other dimensions', () => {
     expect(() => decodeBinaryRealArray(arraySend([1, 2]), new Float32Array(3), 0, 3)).toThrow(/2 values, expected 3/);
+  });
+});
+
+describe('FallbackVectorCache', () => {
+  it('ranks by exact cosine for any dimension count, within the documents asked for', async () => {
+    let seed = 7;
+    const rand = () => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 2 - 1;
+    const dims = 7; // not a multiple of the scan's 4 accumulators
+    const vector = () => Float32Array.from({ length: dims }, rand);
+    const cache = new FallbackVectorCache();
+    const docs = ['kb_a', 'kb_b', 'kb_c'];
+    const all: { chunkId: string; documentId: string; v: Float32Array }[] = [];
+    for (const documentId of docs) {
+      const vectors = Array.from({ length: 50 }, vector);
+      const chunkIds = vectors.map((_, i) => `${documentId}-${i}`);
+      cache.put('ten_x', 'm', documentId, 'v1', chunkIds, vectors);
+      vectors.forEach((v, i) => all.push({ chunkId: chunkIds[i]!, documentId, v }));
+    }
+    const q = vector();
+    const cosine = (a: Float32Array, b: Float32Array) => {
+      let dot = 0;
+      let na = 0;
+      let nb = 0;
+      for (let i = 0; i < a.length; i++) {
+        dot += a[i]! * b[i]!;
+        na += a[i]! * a[i]!;
+        nb += b[i]! * b[i]!;
+      }
+      return dot / Math.sqrt(na * nb);
+    };
+    const noPool = {} as pg.Pool; // every document is cached at its version: nothing to load
+    const refs = docs.map((id) => ({ id, version: 'v1' }));
+    const hits = await cache.topK(noPool, { tenantId: 'ten_x', model: 'm', dims }, refs, new Set(['kb_a', 'kb_c']), q, 10);
+    const expected = all.filter((c) => c.documentId !== 'kb_b').sort((x, y) => cosine(q, y.v) - cosine(q, x.v)).slice(0, 10);
+    expect(hits.map((h) => h.chunkId)).toEqual(expected.map((c) => c.chunkId));
+    hits.forEach((h, i) => expect(h.similarity).toBeCloseTo(cosine(q, expected[i]!.v), 5));
   });
 });
