@@ -16,6 +16,7 @@ import { startAnalysisLlms } from './modules/conversations/analysis-llm.js';
 import { startCallHandling } from './modules/conversations/call-handlers.js';
 import { RecordingRetention } from './modules/conversations/recording-retention.js';
 import { Housekeeping } from './modules/housekeeping/housekeeping.js';
+import { startKnowledgeRetrieval } from './modules/knowledge-base/retrieval.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { JobRunner } from './modules/jobs/job-runner.js';
 import { ControlPlaneMetrics } from './modules/metrics/control-plane-metrics.js';
@@ -108,6 +109,8 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     const authPurge = startAuthPurge({ pool: database.pool, log: log.child({ module: 'auth' }), intervalMs: config.housekeepingIntervalMs, throttleWindowMs: config.auth.login.windowMs });
     // Bus handlers of live calls and the lost-gateway watchdog (modules/conversations).
     const calls = startCallHandling({ db: database.db, bus: deps.bus, secrets, log, outbox, watchdog: { intervalMs: config.callWatchdogIntervalMs } });
+    // Knowledge-base passages for the user turns of live calls (knowledge.retrieve, modules/knowledge-base/retrieval.ts).
+    const knowledgeRetrieval = await startKnowledgeRetrieval({ bus: deps.bus, pool: database.pool, log, embedding: config.knowledgeBase.embedding });
     // Durable background jobs: post-call analysis on OpenAI (OPENAI_API_KEY) or a simulator started here (sandbox).
     const analysisLlms = await startAnalysisLlms(config.openai);
     log.info({ llm: analysisLlms.describe() }, 'post-call analysis ready');
@@ -129,6 +132,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
         await mailer.close();
         await admin?.close();
         await calls.close();
+        await knowledgeRetrieval.close();
         await jobs.stop();
         await analysisLlms.close();
         await dispatcher?.stop();

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { BusRequestError, SUBJECTS } from '@vap/shared';
 import type { AgentConfig, Bus, ReplyPayload } from '@vap/shared';
-import { EnergyVad, ProviderError, VoiceSession, createCallProviders } from '@vap/voice-pipeline';
-import type { ProviderEndpoints, SessionOutcome, TurnMetrics } from '@vap/voice-pipeline';
+import { DEFAULT_KNOWLEDGE_MAX_CHARS, DEFAULT_RETRIEVAL_TIMEOUT_MS, EnergyVad, KNOWLEDGE_TOP_K, ProviderError, VoiceSession, createCallProviders } from '@vap/voice-pipeline';
+import type { KnowledgeOptions, ProviderEndpoints, SessionOutcome, TurnMetrics } from '@vap/voice-pipeline';
 import type { CallLeg } from './call-leg.js';
 import type { CallMetrics } from './metrics/gateway-metrics.js';
 import type { CallRecorder } from './recording/call-recorder.js';
@@ -53,6 +53,8 @@ export class CallSessions {
       recordings?: RecordingArchiver;
       /** Where turn latencies, barge-ins, provider errors and call outcomes are counted. */
       metrics?: CallMetrics;
+      /** How long a caller turn waits for knowledge-base passages before going on without (ms, default 800). */
+      retrievalTimeoutMs?: number;
     },
   ) {}
 
@@ -203,6 +205,7 @@ export class CallSessions {
       startedAtMs: Date.parse(prepared.startedAt),
       onMessage: (message, turn) => void bus.publish('sessionMessage', SUBJECTS.sessionMessage.subject(tenantId, conversationId), { conversationId, tenantId, message, turn }),
       onError: reportError,
+      ...(agent.config.knowledgeBaseIds.length > 0 ? { knowledge: this.knowledgeFor(tenantId, agent.id, conversationId, agent.config.knowledgeBaseIds) } : {}),
       onTurnMetrics: (m) => {
         summary.turnMetrics.push(m);
         metrics?.turn(m, callProviders);
@@ -237,6 +240,28 @@ export class CallSessions {
     for (const d of earlyDigits) s.dtmf(d);
     if (legEnded) s.transportEnded(legEnded);
     await done;
+  }
+
+  /**
+   * Retrieval for an agent with a knowledge base: `knowledge.retrieve` to a control plane, with
+   * the session's timeout as the bus timeout. A refusal (`ok: false`) throws, so the session
+   * logs it and the turn goes on without knowledge.
+   */
+  private knowledgeFor(tenantId: string, agentId: string, conversationId: string, documentIds: string[]): KnowledgeOptions {
+    const timeoutMs = this.deps.retrievalTimeoutMs ?? DEFAULT_RETRIEVAL_TIMEOUT_MS;
+    return {
+      timeoutMs,
+      maxChars: DEFAULT_KNOWLEDGE_MAX_CHARS,
+      retrieve: async (query) => {
+        const reply = await this.deps.bus.request(
+          'knowledgeRetrieve',
+          { tenantId, agentId, conversationId, documentIds, query: query.slice(0, 4000), topK: KNOWLEDGE_TOP_K, maxChars: DEFAULT_KNOWLEDGE_MAX_CHARS },
+          { timeoutMs },
+        );
+        if (!reply.ok) throw new Error(`knowledge.retrieve refused: ${reply.code}: ${reply.message}`);
+        return reply.passages;
+      },
+    };
   }
 
   private async publishEnded(

@@ -100,6 +100,8 @@ export interface TurnMetrics {
   endpointingMs: number;
   /** End of speech → STT final transcript. */
   sttMs: number;
+  /** Caller turn decided → knowledge-base passages in hand (0 for agents without a knowledge base). */
+  retrievalMs: number;
   /** LLM request → first token. */
   llmFirstTokenMs: number;
   /** First sentence to TTS → first audio byte. */

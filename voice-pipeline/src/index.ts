@@ -12,6 +12,8 @@ export type { VoiceSessionOptions, SessionOutcome, SessionStatus } from './sessi
 export type { RecordedMessage, RecordedTurn, Usage } from './session/call-record.js';
 export { CallRecord } from './session/call-record.js';
 export { renderTemplate, buildSystemPrompt } from './session/prompt.js';
+export { KNOWLEDGE_HEADER, KNOWLEDGE_TOP_K, DEFAULT_KNOWLEDGE_MAX_CHARS, DEFAULT_RETRIEVAL_TIMEOUT_MS, knowledgeMessage, retrieveWithin, cutText } from './session/knowledge.js';
+export type { KnowledgeOptions, KnowledgePassage } from './session/knowledge.js';
 export type { AudioTransport } from './processors/audio-output.js';
 export { BARGE_IN_RULES, meaningfulWords } from './processors/turn-detector.js';
 export { ProviderError, isRetryableStatus } from './providers/provider-error.js';

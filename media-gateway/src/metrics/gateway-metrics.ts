@@ -29,6 +29,7 @@ const FRAME_GAP_BUCKETS_S = [0.005, 0.01, 0.015, 0.02, 0.022, 0.025, 0.03, 0.04,
 const STAGES = [
   ['endpointing', 'endpointingMs'],
   ['stt', 'sttMs'],
+  ['retrieval', 'retrievalMs'],
   ['llm_first_token', 'llmFirstTokenMs'],
   ['tts_first_byte', 'ttsFirstByteMs'],
   ['overhead', 'overheadMs'],
@@ -66,7 +67,7 @@ export class GatewayMetrics implements CallMetrics {
   ) {
     const registers = [this.registry];
     new Gauge({ name: 'vap_active_calls', help: 'Carrier legs (calls) connected to this gateway now', registers, collect() { this.set(source.activeCalls()); } });
-    this.turnStage = new Histogram({ name: 'vap_turn_stage_seconds', help: 'Agent reply latency by stage: endpointing, stt, llm_first_token, tts_first_byte, overhead (ours), total (end of caller speech to first agent audio)', labelNames: ['stage'], buckets: LATENCY_BUCKETS_S, registers });
+    this.turnStage = new Histogram({ name: 'vap_turn_stage_seconds', help: 'Agent reply latency by stage: endpointing, stt, retrieval (knowledge base; agents with one only), llm_first_token, tts_first_byte, overhead (ours), total (end of caller speech to first agent audio)', labelNames: ['stage'], buckets: LATENCY_BUCKETS_S, registers });
     this.bargeInReaction = new Histogram({ name: 'vap_barge_in_reaction_seconds', help: 'Caller speech onset to the carrier clear on a barge-in', buckets: BARGE_IN_BUCKETS_S, registers });
     this.falseInterruptions = new Counter({ name: 'vap_false_interruptions_total', help: 'Barge-ins that paused the agent and were not confirmed (cough, backchannel): the agent resumed', registers });
     this.providerRequest = new Histogram({ name: 'vap_provider_request_seconds', help: 'Provider latency per turn: stt end of speech to final transcript, llm request to first token, tts text to first audio byte', labelNames: ['provider', 'capability'], buckets: LATENCY_BUCKETS_S, registers });
@@ -89,7 +90,11 @@ export class GatewayMetrics implements CallMetrics {
   }
 
   turn(m: TurnMetrics, providers: { stt: string; llm: string; tts: string }): void {
-    for (const [stage, field] of STAGES) this.turnStage.observe({ stage }, m[field] / 1000);
+    for (const [stage, field] of STAGES) {
+      // Only turns of agents with a knowledge base retrieve: the others would bury it under zeros.
+      if (stage === 'retrieval' && m.retrievalMs === 0) continue;
+      this.turnStage.observe({ stage }, m[field] / 1000);
+    }
     this.providerRequest.observe({ provider: providers.stt, capability: 'stt' }, m.sttMs / 1000);
     this.providerRequest.observe({ provider: providers.llm, capability: 'llm' }, m.llmFirstTokenMs / 1000);
     this.providerRequest.observe({ provider: providers.tts, capability: 'tts' }, m.ttsFirstByteMs / 1000);

@@ -57,8 +57,8 @@ export const conversationStatusSchema = z.enum(['in_progress', 'completed', 'fai
 
 /**
  * Where the time of one agent reply went (ms, whole numbers), from the end of the caller's
- * speech to the first agent audio handed to the carrier. `totalMs` = endpointing + LLM first
- * token + TTS first byte + overhead; `sttMs` (end of speech → final transcript) runs inside
+ * speech to the first agent audio handed to the carrier. `totalMs` = endpointing + retrieval +
+ * LLM first token + TTS first byte + overhead; `sttMs` (end of speech → final transcript) runs inside
  * the endpointing wait, so it is not a slice of its own.
  */
 export const turnMetricsSchema = z.object({
@@ -67,6 +67,11 @@ export const turnMetricsSchema = z.object({
   endpointingMs: z.number().int().min(0),
   /** End of speech → STT final transcript. */
   sttMs: z.number().int().min(0),
+  /**
+   * Caller turn decided → knowledge-base passages in hand (agents with `knowledgeBaseIds`;
+   * 0 otherwise, and in breakdowns stored before retrieval existed). A slice of its own.
+   */
+  retrievalMs: z.number().int().min(0).default(0),
   /** LLM request → first token. */
   llmFirstTokenMs: z.number().int().min(0),
   /** First sentence to TTS → first audio byte. */
@@ -270,6 +275,43 @@ export const REQUESTS = {
         caller: callerSchema,
       }),
       z.object({ ok: z.literal(false), code: z.enum(['agent-not-found', 'agent-inactive', 'tenant-suspended']), message: z.string() }),
+    ]),
+  },
+  /**
+   * A live call's user turn asks for the best knowledge-base passages of the agent's
+   * documents (RAG). Only the tenant's `indexed` documents that are both in `documentIds`
+   * and assigned to the agent are searched; the passages' text adds up to at most `maxChars`.
+   */
+  knowledgeRetrieve: {
+    subject: 'knowledge.retrieve',
+    request: z.object({
+      tenantId: z.string(),
+      agentId: z.string(),
+      conversationId: z.string(),
+      documentIds: z.array(z.string()).max(50),
+      query: z.string().max(4000),
+      topK: z.number().int().min(1).max(20),
+      maxChars: z.number().int().min(1).max(50_000),
+    }),
+    reply: z.discriminatedUnion('ok', [
+      z.object({
+        ok: z.literal(true),
+        /** Best first. */
+        passages: z.array(
+          z.object({
+            documentId: z.string(),
+            documentName: z.string(),
+            chunkId: z.string(),
+            /** The index's hybrid score, 0..1. */
+            score: z.number(),
+            text: z.string(),
+            pageNumber: z.number().int().nullable(),
+          }),
+        ),
+        /** Embedding + search time on the responder. */
+        tookMs: z.number().int().min(0),
+      }),
+      z.object({ ok: z.literal(false), code: z.enum(['embedding_failed', 'search_failed']), message: z.string() }),
     ]),
   },
 } as const;

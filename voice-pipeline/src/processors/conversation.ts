@@ -4,6 +4,8 @@ import type { Direction } from '../pipeline/processor.js';
 import { Processor } from '../pipeline/processor.js';
 import { ProviderError } from '../providers/provider-error.js';
 import type { LlmMessage, LlmProvider, LlmRequest } from '../providers/types.js';
+import { DEFAULT_KNOWLEDGE_MAX_CHARS, knowledgeMessage, retrieveWithin } from '../session/knowledge.js';
+import type { KnowledgeOptions } from '../session/knowledge.js';
 
 export interface ConversationOptions {
   llm: LlmProvider;
@@ -11,6 +13,11 @@ export interface ConversationOptions {
   /** Model and sampling settings passed through unchanged (agent `llm`). */
   settings: Omit<LlmRequest, 'messages'>;
   clock: () => number;
+  /**
+   * The agent's knowledge base (agents with `knowledgeBaseIds`): each spoken caller turn
+   * retrieves passages first, and they go to the LLM with that turn's request only.
+   */
+  knowledge?: KnowledgeOptions;
 }
 
 interface AgentTurn {
@@ -51,7 +58,7 @@ export class Conversation extends Processor {
         if (this.turns.size > 0) this.abortAll(frame.at, frame.turn.startAt);
         const content = frame.turn.source === 'dtmf' ? `[DTMF] ${frame.turn.text}` : frame.turn.text;
         this.history.push({ role: 'user', content });
-        void this.reply(frame.at);
+        void this.reply(frame.at, frame.turn.source === 'dtmf' ? null : frame.turn.text);
         return;
       }
       case 'agent.say':
@@ -73,14 +80,19 @@ export class Conversation extends Processor {
     this.push({ kind: 'llm.done', turnId: id, at });
   }
 
-  private async reply(at: number): Promise<void> {
+  /** `query`: the caller's words to retrieve knowledge for (null: no retrieval, e.g. DTMF digits). */
+  private async reply(at: number, query: string | null): Promise<void> {
     const turn: AgentTurn = { id: newId('turn'), controller: new AbortController() };
     this.turns.set(turn.id, turn);
-    const requestAt = this.opts.clock();
     this.push({ kind: 'agent.turn-start', turnId: turn.id, source: 'llm', purpose: 'reply', at });
     let first = true;
     try {
-      for await (const ev of this.opts.llm.stream({ ...this.opts.settings, messages: [...this.history] }, turn.controller.signal)) {
+      // Without retrieval the request goes out synchronously, as before knowledge bases existed.
+      const knowledge = this.opts.knowledge;
+      const messages = knowledge && query?.trim() ? await this.withKnowledge(turn, knowledge, query) : [...this.history];
+      if (turn.controller.signal.aborted) return;
+      const requestAt = this.opts.clock();
+      for await (const ev of this.opts.llm.stream({ ...this.opts.settings, messages }, turn.controller.signal)) {
         if (turn.controller.signal.aborted) return;
         const now = this.opts.clock();
         if (ev.type === 'text' && ev.text) {
@@ -108,13 +120,35 @@ export class Conversation extends Processor {
     }
   }
 
+  /**
+   * The messages of a turn's LLM request: the history, plus (agents with a knowledge base)
+   * the retrieved passages as a system message right after the agent's own prompt. That
+   * message is built per request and never enters the history: old turns' passages do not
+   * pile up in the context.
+   */
+  private async withKnowledge(turn: AgentTurn, knowledge: KnowledgeOptions, query: string): Promise<LlmMessage[]> {
+    const startedAt = this.opts.clock();
+    const passages = await retrieveWithin(knowledge, query, turn.controller.signal);
+    this.retrievalMs.set(turn.id, this.opts.clock() - startedAt);
+    // The history as it is now: a barge-in during retrieval may have added the heard reply.
+    const messages = [...this.history];
+    const content = knowledgeMessage(passages, knowledge.maxChars ?? DEFAULT_KNOWLEDGE_MAX_CHARS);
+    if (content === null) return messages;
+    const at = messages[0]?.role === 'system' ? 1 : 0;
+    messages.splice(at, 0, { role: 'system', content });
+    return messages;
+  }
+
   /** LLM request → first token per turn, read by the session for turn metrics. */
   readonly llmFirstTokenMs = new Map<string, number>();
+  /** Caller turn → knowledge passages in hand, per turn that retrieved (read by the session). */
+  readonly retrievalMs = new Map<string, number>();
 
   private abortAll(at: number, speechOnsetAt: number, announce = true): void {
     for (const t of this.turns.values()) t.controller.abort();
     this.turns.clear();
     this.llmFirstTokenMs.clear();
+    this.retrievalMs.clear();
     // A newer caller turn supersedes replies not yet heard: tell the processors below.
     if (announce) this.push({ kind: 'interrupt', cause: 'superseded', at, speechOnsetAt });
   }

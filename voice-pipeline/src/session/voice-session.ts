@@ -19,6 +19,7 @@ import type { LlmProvider, SttProvider, TtsProvider } from '../providers/types.j
 import { CallRecord } from './call-record.js';
 import type { RecordedMessage, RecordedTurn } from './call-record.js';
 import { CallTimers } from './call-timers.js';
+import type { KnowledgeOptions } from './knowledge.js';
 import { buildSystemPrompt } from './prompt.js';
 
 export interface VoiceSessionOptions {
@@ -33,6 +34,12 @@ export interface VoiceSessionOptions {
   /** A provider failed; `recoverable` false means the call is ending because of it. */
   onError?: (error: ProviderError, recoverable: boolean) => void;
   onTurnMetrics?: (metrics: TurnMetrics) => void;
+  /**
+   * Retrieval from the agent's knowledge base (agents with `knowledgeBaseIds`): passages for
+   * each spoken caller turn go with that turn's LLM request. A failure or timeout is logged
+   * as a warning and the turn goes on without knowledge.
+   */
+  knowledge?: KnowledgeOptions;
   /**
    * Caller speech onset → `clear` sent to the carrier, per barge-in: the pause's clear when
    * the sensitivity pauses first (`medium`, `low`), the interrupt's otherwise (`high`).
@@ -119,6 +126,7 @@ export class VoiceSession {
       llm: opts.providers.llm,
       clock,
       systemPrompt: buildSystemPrompt(a, { callerNumber: opts.call.from, calledNumber: opts.call.to, callSid: opts.call.callSid, metadata: opts.call.metadata, now: new Date() }),
+      ...(opts.knowledge ? { knowledge: this.knowledgeOptions(opts.knowledge) } : {}),
       settings: { model: a.llm.model, temperature: a.llm.temperature, maxTokens: a.llm.maxTokens, topP: a.llm.topP, frequencyPenalty: a.llm.frequencyPenalty, presencePenalty: a.llm.presencePenalty },
     });
     this.tts = new TtsProcessor({
@@ -162,6 +170,16 @@ export class VoiceSession {
       onIdlePrompt: () => this.say(a.silenceDetection.message ?? 'Are you still there?', 'idle-prompt'),
       onIdleTimeout: () => this.endWithGoodbye(GOODBYE_IDLE, 'idle_timeout'),
     });
+  }
+
+  private knowledgeOptions(k: KnowledgeOptions): KnowledgeOptions {
+    return {
+      ...k,
+      onFailure: (err, timedOut) => {
+        this.opts.logger.warn({ err, timedOut }, 'knowledge retrieval failed; the turn goes on without knowledge');
+        k.onFailure?.(err, timedOut);
+      },
+    };
   }
 
   /** Starts the loop: connects STT, speaks the disclosure and first message as configured. */
@@ -320,20 +338,23 @@ export class VoiceSession {
     if (!user) return;
     this.replyFor.delete(turnId);
     const endpointingMs = Math.max(0, user.decidedAt - user.speechEndAt);
+    const retrievalMs = this.conversation.retrievalMs.get(turnId) ?? 0;
     const llmFirstTokenMs = this.conversation.llmFirstTokenMs.get(turnId) ?? 0;
     const ttsFirstByteMs = this.tts.firstByteMs.get(turnId) ?? 0;
     // Read once per turn: the maps must not grow over a long call.
     this.conversation.llmFirstTokenMs.delete(turnId);
+    this.conversation.retrievalMs.delete(turnId);
     this.tts.firstByteMs.delete(turnId);
     const totalMs = Math.max(0, audioAt - user.speechEndAt);
     const m: TurnMetrics = {
       turnId,
       endpointingMs: Math.round(endpointingMs),
       sttMs: Math.round(Math.max(0, user.sttFinalAt - user.speechEndAt)),
+      retrievalMs: Math.round(retrievalMs),
       llmFirstTokenMs: Math.round(llmFirstTokenMs),
       ttsFirstByteMs: Math.round(ttsFirstByteMs),
       totalMs: Math.round(totalMs),
-      overheadMs: Math.round(Math.max(0, totalMs - endpointingMs - llmFirstTokenMs - ttsFirstByteMs)),
+      overheadMs: Math.round(Math.max(0, totalMs - endpointingMs - retrievalMs - llmFirstTokenMs - ttsFirstByteMs)),
     };
     this.record.metrics.push(m);
     this.opts.onTurnMetrics?.(m);

@@ -33,6 +33,8 @@ export interface StoredTurnMetrics {
   turnId: string;
   endpointingMs: number;
   sttMs: number;
+  /** Knowledge-base retrieval; absent in breakdowns stored before it existed (read as 0). */
+  retrievalMs?: number;
   llmFirstTokenMs: number;
   ttsFirstByteMs: number;
   overheadMs: number;

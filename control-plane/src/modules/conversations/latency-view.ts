@@ -14,8 +14,8 @@ export function nearestRank(sorted: readonly number[], p: number): number | null
 
 /**
  * A conversation's latency view from its stored per-turn metrics: the turns in call order
- * and a summary over their `totalMs`. `slowestStage` is the additive slice (endpointing, LLM
- * first token, TTS first byte, overhead) with the largest sum over the call; a tie goes to
+ * and a summary over their `totalMs`. `slowestStage` is the additive slice (endpointing,
+ * retrieval, LLM first token, TTS first byte, overhead) with the largest sum over the call; a tie goes to
  * the earlier stage in that order. `sttMs` is not a candidate: it runs inside endpointing.
  */
 export function latencyViewOf(conversationId: string, metrics: readonly StoredTurnMetrics[]): LatencyView {
@@ -23,6 +23,7 @@ export function latencyViewOf(conversationId: string, metrics: readonly StoredTu
     turnId: m.turnId,
     endpointingMs: m.endpointingMs,
     sttMs: m.sttMs,
+    retrievalMs: m.retrievalMs ?? 0,
     llmFirstTokenMs: m.llmFirstTokenMs,
     ttsFirstByteMs: m.ttsFirstByteMs,
     overheadMs: m.overheadMs,

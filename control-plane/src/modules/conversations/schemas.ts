@@ -223,7 +223,7 @@ export const agentStatsSchema = z
 export type AgentStatsView = z.infer<typeof agentStatsSchema>;
 
 /** The slices of a reply's latency that add up to `totalMs`, as `slowestStage` names them. */
-export const LATENCY_STAGES = ['endpointing', 'llmFirstToken', 'ttsFirstByte', 'overhead'] as const;
+export const LATENCY_STAGES = ['endpointing', 'retrieval', 'llmFirstToken', 'ttsFirstByte', 'overhead'] as const;
 
 /** `GET /conversations/{id}/latency`: where the time of each agent reply went (not in the spec). */
 export const latencySchema = z
@@ -235,6 +235,7 @@ export const latencySchema = z
           turnId: z.string(),
           endpointingMs: z.number().int().describe("End of the caller's speech → the turn decision"),
           sttMs: z.number().int().describe("End of the caller's speech → final transcript (runs inside the endpointing wait)"),
+          retrievalMs: z.number().int().describe("Turn decision → the agent's knowledge-base passages in hand (0 for agents without knowledgeBaseIds)"),
           llmFirstTokenMs: z.number().int().describe('LLM request → first token'),
           ttsFirstByteMs: z.number().int().describe('First sentence to TTS → first audio byte'),
           overheadMs: z.number().int().describe('The rest: sentence aggregation, queues, the platform itself'),

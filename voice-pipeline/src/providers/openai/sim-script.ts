@@ -2,6 +2,7 @@
  * The OpenAI simulator's request validation and scripted replies, kept apart from the
  * HTTP plumbing in simulator.ts. Wire shapes follow reference/llm.md §1.
  */
+import { knowledgeReply } from './sim-knowledge.js';
 import { contentText } from './tokens.js';
 
 /** A message as it arrives on the wire (only the fields the simulator reads). */
@@ -41,12 +42,15 @@ export function errorBody(message: string, type: string, param: string | null = 
 
 /**
  * The built-in default reply: `You said: <last user message>.`, or `Done: <content>` when
- * the last message is a tool result (the model "summarising" what the tool returned).
+ * the last message is a tool result (the model "summarising" what the tool returned), or,
+ * when a "Relevant knowledge" system message came with the request (RAG in calls),
+ * `According to our information: <the passage sentence sharing most words with the question>`.
  */
 export function defaultOpenAiReply(messages: readonly SimWireMessage[]): string {
   const last = messages.at(-1);
   if (last?.role === 'tool') return `Done: ${contentText(last.content)}`;
-  return `You said: ${lastUserText(messages)}.`;
+  const question = lastUserText(messages);
+  return knowledgeReply(messages, question) ?? `You said: ${question}.`;
 }
 
 export function lastUserText(messages: readonly SimWireMessage[]): string {
