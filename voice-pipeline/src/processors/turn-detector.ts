@@ -30,8 +30,9 @@ export interface TurnDetectorOptions {
  * - `high`: 120 ms of voice, no words (a cough may interrupt).
  * - `medium` (default): the first meaningful word, once 100 ms of voice were heard. The
  *   words are what protect the agent: a cough (~150 ms, no words) and a backchannel never
- *   qualify. The word cannot come before the STT heard it, so the reaction is the STT's
- *   first-word time plus a few ms (media-gateway/test/integration/barge-in-reaction.test.ts).
+ *   qualify. The word cannot come before the STT heard it (~260 ms after onset with the
+ *   Deepgram simulator), hence the pause below: the caller hears the agent stop ~100 ms after
+ *   onset (media-gateway/test/integration/barge-in-reaction.test.ts).
  * - `low`: two meaningful words and 500 ms of voice.
  *
  * `pauseAfterMs` (rules that wait for words): voice over the agent this long pauses it at
@@ -84,7 +85,10 @@ type State = 'idle' | 'speaking' | 'trailing';
  *   fired while the line is quiet. Past `silenceDurationMs` without a final it asks the
  *   STT to finalise, and gives up waiting at `utteranceEndMs`.
  * - Barge-in: while the agent is audible, caller speech that passes {@link BARGE_IN_RULES}
- *   emits `interrupt` (down). Backchannels alone never start a turn while the agent talks.
+ *   emits `interrupt` (down). At `medium` and `low`, `agent.pause` comes first (after
+ *   `pauseAfterMs` of voice), and `agent.resume` follows instead of `interrupt` when the
+ *   caller falls quiet for {@link RESUME_AFTER_MS} without meeting the rule. Backchannels
+ *   alone never start a turn while the agent talks.
  */
 export class TurnDetector extends Processor {
   readonly name = 'TurnDetector';

@@ -145,4 +145,31 @@ describe('AudioOutput', () => {
     transport.echo('t1:end');
     expect(h.upOf('agent.spoken')).toMatchObject([{ turnId: 't1', text: 'This was never synthesised.', heardText: '', interrupted: false, playedMs: 0, words: [] }]);
   });
+  it('pauses and resumes the carrier on a tentative barge-in, keeping the turn open until its end mark', () => {
+    const { transport, h } = setup();
+    h.down(frames.turnStart('t1'), frames.sentence('t1', 'Hello there.'), frames.ttsAudio('t1', mulawMs(250)));
+    transport.echo('t1:100');
+    h.reset().down({ kind: 'agent.pause', at: 500, speechOnsetAt: 420 });
+    expect(transport.log.at(-1)).toEqual({ type: 'pause' });
+    expect(transport.clears).toBe(0);
+    expect(h.kinds('up')).toEqual(['agent.pause']);
+    // Audio keeps coming while paused: it goes to the leg, which holds it.
+    h.down(frames.ttsAudio('t1', mulawMs(50)), frames.ttsDone('t1'));
+    h.down({ kind: 'agent.resume', at: 1100, speechOnsetAt: 420 });
+    expect(transport.log.filter((e) => e.type === 'pause' || e.type === 'resume')).toEqual([{ type: 'pause' }, { type: 'resume' }]);
+    expect(h.upOf('agent.spoken')).toEqual([]);
+    transport.echo('t1:end');
+    expect(h.upOf('agent.spoken')).toMatchObject([{ turnId: 't1', heardText: 'Hello there.', interrupted: false, playedMs: 300 }]);
+  });
+
+  it('after a pause, an interrupt clears the held audio and reports what was heard before the pause', () => {
+    const { transport, h } = setup();
+    h.down(frames.turnStart('t1'), frames.sentence('t1', 'one two three four five six seven eight'), frames.ttsAudio('t1', mulawMs(400)));
+    transport.echo('t1:200');
+    h.down({ kind: 'agent.pause', at: 500, speechOnsetAt: 420 });
+    h.reset().down(frames.interrupt(700, 'barge-in', 420));
+    expect(transport.clears).toBe(1);
+    expect(h.kinds('up')).toEqual(['agent.spoken', 'interrupt']);
+    expect(h.upOf('agent.spoken')).toMatchObject([{ heardText: 'one two three four', interrupted: true, playedMs: 200 }]);
+  });
 });
