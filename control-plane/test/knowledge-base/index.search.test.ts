@@ -16,13 +16,13 @@ interface Backend {
 
 const backends: Backend[] = [
   {
-    // The run's Postgres (the machine's 15, or the embedded one): neither has pgvector, so the in-process exact search.
+    // The run's Postgres (the machine's 15, or the embedded one): the in-process exact search.
     name: 'Postgres without pgvector (fallback)',
     expected: 'fallback',
     start: async () => {
       const database = openDatabase(inject('databaseUrl'), 4);
-      const support = await detectVectorSupport(database.pool);
-      return { database, support, stop: () => database.close() };
+      // Forced, so this suite tests the fallback even on a Postgres that has pgvector; detection is tested below.
+      return { database, support: { kind: 'fallback', reason: 'forced by the test' }, stop: () => database.close() };
     },
   },
   {
@@ -35,6 +35,20 @@ const backends: Backend[] = [
     },
   },
 ];
+
+describe('detectVectorSupport', () => {
+  it('reports pgvector exactly when the server offers the extension, with the reason when not', async () => {
+    const database = openDatabase(inject('databaseUrl'), 1);
+    try {
+      const available = await database.pool.query(`select 1 from pg_available_extensions where name = 'vector'`);
+      const support = await detectVectorSupport(database.pool);
+      if (available.rowCount === 0) expect(support).toMatchObject({ kind: 'fallback', reason: expect.stringContaining('vector') });
+      else expect(support.kind).toBe('pgvector');
+    } finally {
+      await database.close();
+    }
+  });
+});
 
 describe.each(backends)('knowledge-base index on $name', (backend) => {
   let database: Database;
