@@ -80,6 +80,11 @@ describe('pnpm bench:calls', () => {
     expect(report.targets.length).toBeGreaterThan(0);
     expect(report.ok).toBe(code === 0);
 
+    // One line per call, with the gateway's end record for gateway calls.
+    const lines = readFileSync(join(outDir, json!.replace(/\.json$/, '.calls.jsonl')), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { target: string; callSid: string; gateway: { status: string } | null });
+    expect(lines).toHaveLength(gw.calls.planned + relay.calls.planned);
+    expect(lines.filter((l) => l.target === 'gateway').every((l) => l.gateway?.status === 'completed')).toBe(true);
+
     const html = files.find((f) => f === json!.replace(/\.json$/, '.html'));
     expect(html).toBeDefined();
     const page = readFileSync(join(outDir, html!), 'utf8');

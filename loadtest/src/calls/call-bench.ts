@@ -69,7 +69,7 @@ async function scrape(url: string | null): Promise<{ lateFrames: number; activeC
   return { lateFrames: m.value('vap_outbound_late_frames_total'), activeCalls: m.value('vap_active_calls') };
 }
 
-async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[] }> {
+async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[] }> {
   // The caller processes and the server start side by side: each takes seconds to load.
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
@@ -160,7 +160,12 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   if (simsBefore && simsAfter && simsAfter.at > simsBefore.at) {
     run.simulators = { cpuPercent: ((simsAfter.cpuMs - simsBefore.cpuMs) / (simsAfter.at - simsBefore.at)) * 100, loopDelayP99Ms: simsAfter.loopDelayP99Ms };
   }
-  return { run, records };
+  // One line per call for "why did this call fail or run slow": frame gaps left out (they are in the distributions).
+  const lines = records.map((r) => {
+    const end = gatewayEnds.get(r.callSid);
+    return JSON.stringify({ target, ...r, frameGapsMs: undefined, gateway: end ? { status: end.status, endReason: end.endReason, turnMetrics: end.turnMetrics } : null });
+  });
+  return { run, records, lines };
 }
 
 async function simsUsage(sims: Child<ToSims, SimsMessage>): Promise<Extract<SimsMessage, { kind: 'usage' }>> {
@@ -178,11 +183,14 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
   sims.send({ kind: 'start', sttLatencyMs: config.sttLatencyMs });
 
   const gateway = await runTarget(config, started, 'gateway', sims, providers, 0);
+  const callLines = [...gateway.lines];
   let relay: TargetRun | null = null;
   if (config.relay) {
     const callMs = medianCallMs(gateway.records) ?? DEFAULT_RELAY_CALL_MS;
     progress(`starting the relay and the caller processes (relay calls last ${(callMs / 1000).toFixed(1)} s, the gateway's median call)`);
-    relay = (await runTarget(config, started, 'relay', sims, providers, callMs)).run;
+    const relayRun = await runTarget(config, started, 'relay', sims, providers, callMs);
+    relay = relayRun.run;
+    callLines.push(...relayRun.lines);
   }
   await sims.kill();
 
@@ -201,6 +209,8 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
   writeFileSync(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
   const htmlFile = jsonFile.replace(/\.json$/, '.html');
   writeFileSync(htmlFile, renderCallReportHtml(report));
+  const callsFile = jsonFile.replace(/\.json$/, '.calls.jsonl');
+  writeFileSync(callsFile, callLines.length > 0 ? `${callLines.join('\n')}\n` : '');
 
   process.stdout.write(`\n${formatCallTable(report)}\n\n`);
   for (const t of [report.gateway, report.relay]) {
@@ -210,7 +220,7 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
   if (simsFig) process.stdout.write(`provider simulators process during the gateway run: CPU ${simsFig.cpuPercent.toFixed(0)} % of a core, event-loop delay p99 ${simsFig.loopDelayP99Ms?.toFixed(1) ?? '-'} ms\n`);
   const busy = Math.max(report.loadAverage.atStart, report.loadAverage.atEnd);
   if (busy > report.capacity.cores) process.stdout.write(`warning: the machine's load average reached ${busy.toFixed(1)} on ${report.capacity.cores} cores: other work competed with the processes measured\n`);
-  process.stdout.write(`results written to ${jsonFile} and ${htmlFile}\n`);
+  process.stdout.write(`results written to ${jsonFile} and ${htmlFile}; each call in ${callsFile}\n`);
   process.stdout.write(`${report.ok ? 'OK' : 'NOT OK'}: ${report.gateway.calls.failed} failed gateway calls; ${report.targets.filter((t) => t.pass === false).length} of ${report.targets.length} targets missed\n`);
   return report.ok ? 0 : 1;
 }
