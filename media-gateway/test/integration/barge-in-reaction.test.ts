@@ -1,10 +1,13 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InProcessBus, newId } from '@vap/shared';
+import { InProcessBus, LocalObjectStore, newId } from '@vap/shared';
 import { SUBJECTS } from '@vap/shared';
 import type { AgentConfig, BusSubscription, Payload } from '@vap/shared';
 import { DEFAULT_TUNING } from '@vap/voice-pipeline/simulators';
-import { EnergyVad, callerSpeechMulaw, coughMulaw, meaningfulWords, mulawDecode, silenceMulaw, startProviders } from '@vap/voice-pipeline';
+import { EnergyVad, callerSpeechMulaw, coughMulaw, meaningfulWords, mulawDecode, parseWav, silenceMulaw, startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
 import { loadGatewayConfig } from '../../src/config.js';
 import { startMediaGateway } from '../../src/gateway.js';
@@ -12,6 +15,7 @@ import type { MediaGateway } from '../../src/gateway.js';
 import type { CallerPlayback } from '../../src/simulators/caller-playback.js';
 import type { TwilioCallerSimulator } from '../../src/simulators/twilio-caller.js';
 import { bistroAgent, dial, standInControlPlane } from '../gateway-world.js';
+import { onsetMs, rms } from '../recording-audio.js';
 
 /**
  * Barge-in reaction on a real gateway (issue 5): caller speech onset → the Twilio `clear`
@@ -64,6 +68,9 @@ interface World {
   providers: ProviderRuntime;
   gateway: MediaGateway;
   agentId: string;
+  /** The same agent, recording its calls (stereo WAV) into `store`. */
+  recordedAgentId: string;
+  store: LocalObjectStore;
   /** performance.now() of each barge-in the gateway reported (the pause's `clear` has just been sent). */
   bargeInsAt: number[];
   /** performance.now() of each false interruption the gateway counted (the agent resumed). */
@@ -78,11 +85,18 @@ async function startWorld(): Promise<World> {
   const bus = new InProcessBus();
   const providers = await startProviders({});
   providers.simulators.openai!.defaultReply = () => LONG_ANSWER;
-  const agents = new Map<string, AgentConfig>([[newId('agt'), bistroAgent({ name: 'Barge-in agent', firstMessage: LONG_ANSWER })]]);
+  const agentId = newId('agt');
+  const recordedAgentId = newId('agt');
+  const agents = new Map<string, AgentConfig>([
+    [agentId, bistroAgent({ name: 'Barge-in agent', firstMessage: LONG_ANSWER })],
+    [recordedAgentId, bistroAgent({ name: 'Recorded barge-in agent', firstMessage: LONG_ANSWER, recording: { enabled: true, format: 'wav', stereo: true } })],
+  ]);
+  const dir = await mkdtemp(join(tmpdir(), 'vap-barge-in-'));
+  const store = new LocalObjectStore(join(dir, 'store'));
   const controlPlane = standInControlPlane(bus, agents);
   const ended = new Map<string, Payload<'sessionEnded'>>();
   const subs: BusSubscription[] = [controlPlane.subscription, bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => void ended.set(payload.conversationId, payload))];
-  const gateway = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' }), { bus, logger, providers });
+  const gateway = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' }), { bus, logger, providers, recordingStore: store });
   // The session reports a barge-in right after its audio output paused the leg, which sent `clear` (same call stack).
   const bargeInsAt: number[] = [];
   const resumesAt: number[] = [];
@@ -100,7 +114,9 @@ async function startWorld(): Promise<World> {
   return {
     providers,
     gateway,
-    agentId: [...agents.keys()][0]!,
+    agentId,
+    recordedAgentId,
+    store,
     bargeInsAt,
     resumesAt,
     conversations: controlPlane.conversations,
@@ -110,6 +126,7 @@ async function startWorld(): Promise<World> {
       await Promise.all(subs.map((s) => s.close()));
       await providers.close();
       await bus.close();
+      await rm(dir, { recursive: true, force: true });
     },
   };
 }
@@ -287,7 +304,7 @@ describe('barge-in with the default Deepgram simulator and default settings (med
   });
 
   it('pauses for a cough and for "mm-hmm" over the agent, then resumes where it stopped: no repeated or skipped frame, the whole message stored', { timeout: 90_000 }, async () => {
-    const { call } = await dial(world.gateway, world.providers, world.agentId, TENANT, ['Mm-hmm.']);
+    const { call } = await dial(world.gateway, world.providers, world.recordedAgentId, TENANT, ['Mm-hmm.']);
     const ear = tapEarpiece(call);
     const bargeInsBefore = world.bargeInsAt.length;
     const resumesBefore = world.resumesAt.length;
@@ -315,8 +332,8 @@ describe('barge-in with the default Deepgram simulator and default settings (med
         expect(next!.at - c.at).toBeGreaterThan(400);
         // …and they come again first. The gateway's playout model and the caller's may place
         // the frame playing at the clear one frame apart (two clocks, a socket between them):
-        // the resumed audio starts with the first frame not played, or one after it (that
-        // frame's last few ms lost), never with one already heard.
+        // the resumed audio starts with the first frame not played, or one after it (at most
+        // 20 ms lost where the caller's process ran late), never with one already heard.
         const shift = [0, 1].find((k) => ear.frames.slice(r - u + k, r).every((f, j) => sameBytes(f.bytes, ear.frames[r + j]!.bytes)));
         expect(shift, `resumed audio continues the discarded frames (${u} discarded)`).toBeDefined();
         console.log(`pause: ${u} frames discarded by the clear, sent again after ${Math.round(next!.at - c.at)} ms starting ${shift} frame(s) after the first unplayed one`);
@@ -336,5 +353,19 @@ describe('barge-in with the default Deepgram simulator and default settings (med
     const resent = ear.clears.reduce((n, c) => n + c.unplayed, 0);
     const uniqueMs = (ear.frames.length - resent) * FRAME_MS;
     expect(Math.abs(uniqueMs - agent[0]!.durationMs), `${uniqueMs} ms of distinct frames for ${agent[0]!.durationMs} ms of answer`).toBeLessThanOrEqual(2 * FRAME_MS);
+
+    // The recording's agent track holds what the caller heard: silence through each pause
+    // (the frames the clear discarded were cut from it, and recorded again when re-sent).
+    const wav = (await world.store.get(record.recording!.key))!;
+    const parsed = parseWav(wav);
+    const view = new DataView(wav.buffer, wav.byteOffset + 44);
+    const right = Float32Array.from({ length: parsed.pcm.length }, (_, i) => view.getInt16(i * 4 + 2, true) / 32768);
+    // The caller's clock onto the recording's, by the agent's first audio (loopback: one clock, a socket apart).
+    const offset = onsetMs(right, 0.02) - call.agentAudio[0]!.startedAt;
+    for (const c of ear.clears) {
+      const resumedAt = ear.frames[c.received]!.at;
+      expect(rms(right, c.at + offset + 25, resumedAt + offset - 25), `agent track during the pause at ${Math.round(c.at + offset)} ms`).toBeLessThan(0.002);
+      expect(rms(right, resumedAt + offset, resumedAt + offset + 2000), 'agent track after the resume').toBeGreaterThan(0.01);
+    }
   });
 });
