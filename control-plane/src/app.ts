@@ -30,6 +30,10 @@ import { MfaTokens } from './modules/auth/mfa-tokens.js';
 import { sessionRoutes } from './modules/auth/session-routes.js';
 import { SessionService } from './modules/auth/session-service.js';
 import { ConversationRepository } from './modules/conversations/repository.js';
+import { knowledgeBaseRoutes } from './modules/knowledge-base/routes.js';
+import { createKnowledgeBase } from './modules/knowledge-base/runtime.js';
+import type { KnowledgeBase } from './modules/knowledge-base/runtime.js';
+import { KnowledgeBaseService } from './modules/knowledge-base/service.js';
 import { mfaEnrolmentRoutes } from './modules/mfa/enrolment-routes.js';
 import { MfaEnrolmentService } from './modules/mfa/enrolment-service.js';
 import { mfaLoginRoutes } from './modules/mfa/login-routes.js';
@@ -78,6 +82,8 @@ export interface AppDeps {
   mailer?: Mailer;
   /** Served at `GET /metrics` with the process metrics; default a fresh set (the dispatcher and job runner report into the one given). */
   metrics?: ControlPlaneMetrics;
+  /** The knowledge base's index, embedder and parsers (one per process, shared with its indexing job); default one on the recording store, closed with the app. */
+  knowledgeBase?: KnowledgeBase;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -161,6 +167,9 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
     wake: () => outbox.wake(),
     now,
   });
+  const knowledgeBase = deps.knowledgeBase ?? (await createKnowledgeBase({ pool, store: recordingStore, embedding: config.knowledgeBase.embedding, dataDir: config.dataDir, log: deps.logger.child({ module: 'knowledge-base' }) }));
+  if (!deps.knowledgeBase) app.addHook('onClose', async () => knowledgeBase.close());
+  const knowledgeBaseService = new KnowledgeBaseService({ db: deps.database.db, kb: knowledgeBase, bus: deps.bus, log: deps.logger.child({ module: 'knowledge-base' }) });
   const mailer = deps.mailer ?? createMailer(config.mail, config.dataDir, deps.logger.child({ module: 'mail' }));
   if (!deps.mailer) app.addHook('onClose', async () => mailer.close());
   const users = new UserService({ repo: new UserRepository(deps.database.db), mailer, sessions, publicUrl: config.publicUrl, log: deps.logger.child({ module: 'users' }), now });
@@ -185,6 +194,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       await api.register(webhookRoutes, { service: webhooks });
       await api.register(userRoutes, { service: users });
       await api.register(invitationAcceptRoutes, { service: users });
+      await api.register(knowledgeBaseRoutes, { service: knowledgeBaseService, tempDir: knowledgeBase.tempDir });
     },
     { prefix: '/api/v1' },
   );

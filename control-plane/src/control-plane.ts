@@ -19,6 +19,8 @@ import { Housekeeping } from './modules/housekeeping/housekeeping.js';
 import { startKnowledgeRetrieval } from './modules/knowledge-base/retrieval.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { JobRunner } from './modules/jobs/job-runner.js';
+import { KB_INDEX_JOB, KbIndexingJob } from './modules/knowledge-base/indexing-job.js';
+import { createKnowledgeBase } from './modules/knowledge-base/runtime.js';
 import { ControlPlaneMetrics } from './modules/metrics/control-plane-metrics.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { loadTwilioAuthToken } from './modules/telephony/twilio-credentials.js';
@@ -76,7 +78,9 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     log.info({ mail: mailer.describe() }, 'outgoing mail ready');
     // One metrics registry for the API, the webhook dispatcher and the job runner (GET /metrics).
     const metrics = new ControlPlaneMetrics();
-    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, outbox, recordings, secretKey, mailer, metrics });
+    // Knowledge base: uploads are stored beside recordings (keys knowledge-base/…) and indexed by a durable job.
+    const knowledgeBase = await createKnowledgeBase({ pool: database.pool, store: recordings, embedding: config.knowledgeBase.embedding, dataDir: config.dataDir, log: log.child({ module: 'knowledge-base' }) });
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, outbox, recordings, secretKey, mailer, metrics, knowledgeBase });
     const dispatcher = config.webhooks.dispatcher
       ? new WebhookDispatcher({
           pool: database.pool,
@@ -116,6 +120,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     log.info({ llm: analysisLlms.describe() }, 'post-call analysis ready');
     const jobs = new JobRunner({ pool: database.pool, log: log.child({ module: 'jobs' }), concurrency: config.jobs.concurrency, pollIntervalMs: config.jobs.pollIntervalMs, metrics });
     jobs.register(ANALYSIS_JOB, new AnalysisJobHandler({ db: database.db, bus: deps.bus, outbox, llms: analysisLlms, log: log.child({ module: 'analysis' }) }).handle);
+    jobs.register(KB_INDEX_JOB, new KbIndexingJob({ pool: database.pool, kb: knowledgeBase, log: log.child({ module: 'knowledge-base' }) }).handle);
     await jobs.start();
     await dispatcher?.start();
     return {
@@ -134,6 +139,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
         await calls.close();
         await knowledgeRetrieval.close();
         await jobs.stop();
+        await knowledgeBase.close();
         await analysisLlms.close();
         await dispatcher?.stop();
         await housekeeping.stop();

@@ -8,6 +8,7 @@ import { webhooks } from '../../db/schema/webhooks.js';
 import type { AgentStatus } from '../../db/schema/agents.js';
 import { agentVersions } from '../../db/schema/agent-versions.js';
 import { offsetOf } from '../../http/pagination.js';
+import { syncAgentKnowledgeBase } from '../knowledge-base/assignments.js';
 import type { ListAgentsQuery } from './schemas.js';
 
 export type AgentRow = typeof agents.$inferSelect;
@@ -45,6 +46,12 @@ function nameConflict(name: string): AppError {
   return new AppError('conflict', `An agent named "${name}" already exists in this account.`);
 }
 
+/** The configuration's knowledge-base document ids (kept in step with kb_document_agents). */
+function knowledgeBaseIdsOf(write: AgentWrite): string[] {
+  const ids = write.config.knowledgeBaseIds;
+  return Array.isArray(ids) ? ids.filter((v): v is string => typeof v === 'string') : [];
+}
+
 /** Every query is scoped by tenant: another tenant's agent is indistinguishable from a missing one. */
 export class AgentRepository {
   constructor(private readonly db: Db) {}
@@ -57,6 +64,7 @@ export class AgentRepository {
           .values({ id, tenantId, status, version: 1, publishedVersion: null, ...write })
           .returning();
         await tx.insert(agentVersions).values({ agentId: id, tenantId, version: 1, snapshot: write.config, ...version });
+        await syncAgentKnowledgeBase(tx, tenantId, id, knowledgeBaseIdsOf(write));
         return row!;
       });
     } catch (err) {
@@ -122,6 +130,7 @@ export class AgentRepository {
           .where(eq(agents.id, id))
           .returning();
         await tx.insert(agentVersions).values({ agentId: id, tenantId, version, snapshot: next.write.config, ...next.version });
+        await syncAgentKnowledgeBase(tx, tenantId, id, knowledgeBaseIdsOf(next.write));
         return updated;
       });
     } catch (err) {
