@@ -114,7 +114,8 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     // Bus handlers of live calls and the lost-gateway watchdog (modules/conversations).
     const calls = startCallHandling({ db: database.db, bus: deps.bus, secrets, log, outbox, watchdog: { intervalMs: config.callWatchdogIntervalMs } });
     // Knowledge-base passages for the user turns of live calls (knowledge.retrieve, modules/knowledge-base/retrieval.ts).
-    const knowledgeRetrieval = await startKnowledgeRetrieval({ bus: deps.bus, pool: database.pool, log, embedding: config.knowledgeBase.embedding });
+    // Shares the API's index (one fallback vector cache per process) and embedder (the documents' model).
+    const knowledgeRetrieval = await startKnowledgeRetrieval({ bus: deps.bus, pool: database.pool, log, embedding: config.knowledgeBase.embedding, index: knowledgeBase.index, embedder: knowledgeBase.embedder });
     // Durable background jobs: post-call analysis on OpenAI (OPENAI_API_KEY) or a simulator started here (sandbox).
     const analysisLlms = await startAnalysisLlms(config.openai);
     log.info({ llm: analysisLlms.describe() }, 'post-call analysis ready');

@@ -2,16 +2,13 @@
  * RAG in a live call, end to end: a sandbox call to an agent whose knowledge base holds a
  * fact found nowhere else gets an answer built from it (the OpenAI simulator answers from
  * the "Relevant knowledge" message the pipeline sends), the same call to an agent without
- * the document does not, and the stored latency breakdown has the retrieval stage.
+ * the document does not, and the stored latency breakdown has the retrieval stage. The
+ * document goes in through the knowledge-base API (upload, indexing job).
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TwilioCallerSimulator, runCallerScript } from '@vap/media-gateway/simulators';
-import { newId } from '@vap/shared';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
-import { LocalEmbedder } from '../../control-plane/src/modules/knowledge-base/embedding/index.js';
-import { KbIndex, detectVectorSupport } from '../../control-plane/src/modules/knowledge-base/index/index.js';
-import type { KbChunk } from '../../control-plane/src/modules/knowledge-base/types.js';
 import { TWILIO_TOKEN, startPlatform } from './platform.js';
 import type { Json, Platform } from './platform.js';
 
@@ -29,29 +26,21 @@ afterAll(async () => {
 });
 
 /**
- * Indexes a text document of the platform's tenant as the indexing job would (chunks embedded
- * by the local embedder, the sandbox default, written with the KbIndex) and returns its id.
+ * Uploads a text document through the knowledge-base API (multipart) and waits until the
+ * indexing job has parsed, chunked, embedded (local embedder, the sandbox default) and indexed it.
  */
-async function indexDocument(name: string, paragraphs: string[]): Promise<string> {
-  const pool = p.cp.database.pool;
-  const id = newId('kb');
-  await pool.query(
-    `insert into kb_documents (id, tenant_id, name, filename, mime_type, document_type, size_bytes, storage_key)
-     values ($1, $2, $3, $4, 'text/plain', 'text', $5, $6)`,
-    [id, p.tenant.tenantId, name, `${name}.txt`, paragraphs.join('\n\n').length, `knowledge-base/${p.tenant.tenantId}/${id}/${name}.txt`],
-  );
-  const chunks: KbChunk[] = paragraphs.map((text, position) => ({ position, text, tokenCount: text.split(/\s+/).length, pageNumber: null, context: null }));
-  const embedder = new LocalEmbedder();
-  const index = new KbIndex({ pool, vectorSupport: await detectVectorSupport(pool) });
-  await index.replaceDocumentChunks(id, embedder.model, chunks, await embedder.embed(paragraphs, 'document'));
+async function uploadDocument(name: string, text: string): Promise<string> {
+  const form = new FormData();
+  form.append('name', name);
+  form.append('file', new Blob([text], { type: 'text/plain' }), `${name.toLowerCase()}.txt`);
+  const res = await fetch(`${p.cpUrl}/api/v1/knowledge-base/documents`, { method: 'POST', headers: { authorization: `Bearer ${p.tenant.key}` }, body: form });
+  const body = (await res.json()) as Json;
+  expect(res.status, JSON.stringify(body)).toBe(202);
+  const id = body.id as string;
+  await expect
+    .poll(async () => (await p.api('GET', `/api/v1/knowledge-base/documents/${id}/status`)).body.status, { timeout: 60_000, interval: 100 })
+    .toBe('indexed');
   return id;
-}
-
-/** Assigns documents to an agent as the knowledge-base API does (both directions). */
-async function assign(agentId: string, documentIds: string[]): Promise<void> {
-  for (const documentId of documentIds) {
-    await p.cp.database.pool.query('insert into kb_document_agents (document_id, agent_id, tenant_id) values ($1, $2, $3) on conflict do nothing', [documentId, agentId, p.tenant.tenantId]);
-  }
 }
 
 /** One sandbox call: the question, then goodbye; answers the stored conversation, its messages and latency. */
@@ -74,15 +63,12 @@ async function callAbout(agentId: string, number: string): Promise<{ conversatio
 
 describe('knowledge base in a live call', () => {
   it('answers from a fact only in the agent’s document, shows the retrieval stage, and an agent without it does not know', async () => {
-    const menu = await indexDocument('Menu', [
-      'Harbour Bistro serves lunch and dinner. Starters include grilled octopus and burrata.',
-      FACT,
-      'Desserts change weekly. Ask your server about the tiramisu.',
-    ]);
-    const parking = await indexDocument('Directions', ['Parking is free after six in the harbour car park. The bistro is next to the ferry terminal.']);
+    const menu = await uploadDocument('Menu', ['Harbour Bistro serves lunch and dinner. Starters include grilled octopus and burrata.', FACT, 'Desserts change weekly. Ask your server about the tiramisu.'].join('\n\n'));
+    const directions = await uploadDocument('Directions', 'Parking is free after six in the harbour car park. The bistro is next to the ferry terminal.');
 
-    const withKb = await p.agentWithNumber({ knowledgeBaseIds: [menu, parking] });
-    await assign(withKb.agentId, [menu, parking]);
+    // The agents API keeps the assignment both ways (the document's assignedAgentIds).
+    const withKb = await p.agentWithNumber({ knowledgeBaseIds: [menu, directions] });
+    expect((await p.api('GET', `/api/v1/knowledge-base/documents/${menu}`)).body.assignedAgentIds).toEqual([withKb.agentId]);
     const without = await p.agentWithNumber();
 
     const informed = await callAbout(withKb.agentId, withKb.number);
