@@ -5,7 +5,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import { OutboundGuard, createObjectStore, newId } from '@vap/shared';
+import { OutboundGuard, SUBJECTS, createObjectStore, newId } from '@vap/shared';
 import type { Bus, ObjectStore } from '@vap/shared';
 import type { ControlPlaneConfig } from './config.js';
 import type { Database } from './db/database.js';
@@ -21,6 +21,7 @@ import { ApiKeyRepository } from './modules/api-keys/repository.js';
 import { apiKeyRoutes } from './modules/api-keys/routes.js';
 import { ApiKeyService } from './modules/api-keys/service.js';
 import { registerAccessControl } from './modules/auth/access-control.js';
+import { ApiKeyCache } from './modules/auth/api-key-cache.js';
 import { Authenticator } from './modules/auth/authenticator.js';
 import { ACCESS_TOKEN_AUDIENCE, ACCESS_TOKEN_TTL_SECONDS, AccessTokens } from './modules/auth/access-tokens.js';
 import { JwtKeys } from './modules/auth/jwt-keys.js';
@@ -86,6 +87,8 @@ export interface AppDeps {
   knowledgeBase?: KnowledgeBase;
 }
 
+/** How long a replica trusts an API key lookup (revocations apply at once regardless). */
+const API_KEY_CACHE_TTL_MS = 5_000;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Builds the control-plane HTTP app without listening (tests use `app.inject()`). */
@@ -135,7 +138,16 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   const sessions = new SessionService({ db: deps.database.db, tokens: accessTokens, now, refreshTokenTtlMs: config.auth.refreshTokenTtlMs, sessionMaxAgeMs: config.auth.sessionMaxAgeMs });
   const mfaTokens = new MfaTokens(deps.database.db, { now });
   const login = new LoginService({ db: deps.database.db, sessions, mfaTokens, throttle: new LoginThrottle(pool, config.auth.login, now) });
-  registerAccessControl(app, { authenticator: new Authenticator(pool, { tokens: accessTokens, now }), rateLimiter: new RateLimiter(pool, now), limits: config.rateLimits, now });
+  // API keys are looked up once per few seconds per replica; a revocation drops the cached
+  // lookup here at once and on the other replicas through the bus (apiKeyChanged).
+  const authenticator = new Authenticator(pool, { tokens: accessTokens, now }, new ApiKeyCache({ ttlMs: API_KEY_CACHE_TTL_MS, maxEntries: 10_000 }));
+  const keyChanges = deps.bus.subscribe('apiKeyChanged', SUBJECTS.apiKeyChanged.wildcard, (msg) => authenticator.forgetKey(msg.payload.keyId));
+  const rateLimiter = new RateLimiter(pool, now);
+  app.addHook('onClose', async () => {
+    await keyChanges.close();
+    await rateLimiter.close();
+  });
+  registerAccessControl(app, { authenticator, rateLimiter, limits: config.rateLimits, now });
   registerIdempotency(app, new IdempotencyStore(pool));
   registerErrorDocs(app);
 
@@ -173,7 +185,14 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   const mailer = deps.mailer ?? createMailer(config.mail, config.dataDir, deps.logger.child({ module: 'mail' }));
   if (!deps.mailer) app.addHook('onClose', async () => mailer.close());
   const users = new UserService({ repo: new UserRepository(deps.database.db), mailer, sessions, publicUrl: config.publicUrl, log: deps.logger.child({ module: 'users' }), now });
-  const apiKeys = new ApiKeyService({ repo: new ApiKeyRepository(deps.database.db), defaultEnvironment: config.appEnv === 'production' ? 'live' : 'sandbox' });
+  const apiKeys = new ApiKeyService({
+    repo: new ApiKeyRepository(deps.database.db),
+    defaultEnvironment: config.appEnv === 'production' ? 'live' : 'sandbox',
+    onRevoked: async (tenantId, keyId) => {
+      authenticator.forgetKey(keyId);
+      await deps.bus.publish('apiKeyChanged', SUBJECTS.apiKeyChanged.subject(tenantId, keyId), { tenantId, keyId, change: 'revoked', at: new Date().toISOString() });
+    },
+  });
   const mfaRepo = new MfaRepository(deps.database.db);
   const relyingParty = { rpId: config.mfa.webauthnRpId, rpName: config.mfa.issuer, origins: config.mfa.webauthnOrigins };
   const mfaEnrolment = new MfaEnrolmentService({ repo: mfaRepo, secrets: deps.secrets, rp: relyingParty, now });

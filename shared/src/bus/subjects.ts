@@ -124,6 +124,15 @@ export const SUBJECTS = {
       at: z.string(),
     }),
   },
+  /**
+   * An API key was revoked or its rights changed: every control-plane replica drops its
+   * cached lookup of that key at once, so the next request with it reads the database.
+   */
+  apiKeyChanged: {
+    subject: (tenantId: string, keyId: string) => `apikey.${tenantId}.${keyId}.changed`,
+    wildcard: 'apikey.*.*.changed',
+    schema: z.object({ tenantId: z.string(), keyId: z.string(), change: z.enum(['revoked', 'updated']), at: z.string() }),
+  },
   /** A service instance announces itself on start (used by health views and tests). */
   serviceStarted: {
     subject: (service: string) => `service.${service}.started`,

@@ -26,7 +26,15 @@ function view(row: ApiKeyRow) {
  * subset of the caller's, so no key can mint a more powerful one.
  */
 export class ApiKeyService {
-  constructor(private readonly deps: { repo: ApiKeyRepository; defaultEnvironment: KeyEnvironment; now?: () => Date }) {}
+  constructor(
+    private readonly deps: {
+      repo: ApiKeyRepository;
+      defaultEnvironment: KeyEnvironment;
+      now?: () => Date;
+      /** Told of every revocation once it is stored (drops cached lookups of the key on every replica). */
+      onRevoked?: (tenantId: string, keyId: string) => Promise<void>;
+    },
+  ) {}
 
   async create(p: Principal, input: CreateApiKeyInput) {
     const missing = input.scopes.filter((s) => !p.scopes.has(s));
@@ -59,6 +67,7 @@ export class ApiKeyService {
 
   async revoke(p: Principal, id: string): Promise<void> {
     if (!(await this.deps.repo.revoke(p.tenantId, id))) throw new AppError('not-found', `API key ${id} was not found.`);
+    await this.deps.onRevoked?.(p.tenantId, id);
   }
 }
 

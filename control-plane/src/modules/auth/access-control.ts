@@ -49,12 +49,9 @@ export function registerAccessControl(app: FastifyInstance, deps: { authenticato
 
     const access = req.routeOptions.config;
     const isPublic = req.is404 || access.scope === null;
-    const nowMs = deps.now();
-    const auth = isPublic ? null : await deps.authenticator.authenticate(req.headers.authorization, deps.rateLimiter.windowStart(nowMs));
-    // A valid key was counted in its tenant's window by the lookup itself; anything else counts per address.
-    const rl = auth?.ok
-      ? deps.rateLimiter.verdict(auth.windowCount, rateLimitFor(auth.principal, deps.limits), nowMs)
-      : await deps.rateLimiter.hit(`ip:${req.ip}`, deps.limits.anonymous);
+    const auth = isPublic ? null : await deps.authenticator.authenticate(req.headers.authorization);
+    // A valid credential counts in its tenant's window; anything else per client address.
+    const rl = auth?.ok ? await deps.rateLimiter.hit(`tenant:${auth.principal.tenantId}`, rateLimitFor(auth.principal, deps.limits)) : await deps.rateLimiter.hit(`ip:${req.ip}`, deps.limits.anonymous);
     reply.headers({
       'X-RateLimit-Limit': String(rl.limit),
       'X-RateLimit-Remaining': String(rl.remaining),

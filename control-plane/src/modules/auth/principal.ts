@@ -30,5 +30,5 @@ export interface Principal {
 
 /** Result of reading a credential: a principal, or why it was refused (for the 401 detail). */
 export type AuthResult =
-  | { ok: true; principal: Principal; /** This request's number in the tenant's current rate-limit window. */ windowCount: number }
+  | { ok: true; principal: Principal }
   | { ok: false; reason: string };

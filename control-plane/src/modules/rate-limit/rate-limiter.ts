@@ -10,25 +10,81 @@ export interface RateLimitResult {
   retryAfterSec: number;
 }
 
+export interface RateLimiterOptions {
+  /** How often counts made in memory are added to the shared rows (ms, default 200). */
+  flushIntervalMs?: number;
+  /**
+   * A bucket's shared total older than this is re-read before the next request is counted
+   * in memory (ms, default 1000): a replica that was idle does not trust an old total.
+   */
+  maxStalenessMs?: number;
+}
+
 const WINDOW_MS = 60_000;
+const FLUSH_INTERVAL_MS = 200;
+const MAX_STALENESS_MS = 1_000;
+/** Buckets flushed per statement. */
+const FLUSH_BATCH = 500;
 
 const HIT = {
   name: 'rate-limit-hit',
-  text: `insert into rate_limit_windows (bucket, window_start, count) values ($1, $2, 1)
-         on conflict (bucket, window_start) do update set count = rate_limit_windows.count + 1
+  text: `insert into rate_limit_windows (bucket, window_start, count) values ($1, $2, $3)
+         on conflict (bucket, window_start) do update set count = rate_limit_windows.count + excluded.count
          returning count`,
 };
 
+const FLUSH = {
+  name: 'rate-limit-flush',
+  text: `insert into rate_limit_windows (bucket, window_start, count)
+         select * from unnest($1::text[], $2::bigint[], $3::int[])
+         on conflict (bucket, window_start) do update set count = rate_limit_windows.count + excluded.count
+         returning bucket, window_start, count`,
+};
+
+/** One bucket's window as this replica knows it. */
+interface Window {
+  bucket: string;
+  windowStart: number;
+  /** The shared total (all replicas) at the last read, or -1 before the first. */
+  shared: number;
+  /** When `shared` was read (ms, this limiter's clock). */
+  readAtMs: number;
+  /** Counted here and not yet added to the shared row. */
+  local: number;
+  /** Being added by the flush in flight. */
+  flushing: number;
+}
+
 /**
- * Fixed one-minute windows counted in Postgres (an unlogged table), so every replica
- * shares one counter. Requests with a valid API key are counted by the authenticator's
- * lookup in the same statement; others by {@link hit}. The housekeeping job deletes past windows.
+ * Fixed one-minute windows whose counters live in Postgres (an unlogged table), so every
+ * replica shares one count per bucket (`tenant:<id>` or `ip:<address>`).
+ *
+ * No request writes the shared row while its bucket is far from the limit: the request is
+ * counted in memory against the last shared total read, and a flush every
+ * {@link RateLimiterOptions.flushIntervalMs} adds each bucket's local delta in one statement
+ * and reads the new totals back. A request is counted in Postgres itself (one upsert, exact
+ * across replicas) when its bucket was never read in this window, when the total read is
+ * older than {@link RateLimiterOptions.maxStalenessMs}, or when the estimate is within
+ * `max(10, 10 %)` of the limit. Once the shared total is past the limit, refusals are
+ * answered from memory. What other replicas counted since the last read is unseen, so the
+ * worst-case overshoot is what they accept in one flush interval beyond that margin
+ * (docs/api.md "Rate limits"). The housekeeping job deletes past windows.
  */
 export class RateLimiter {
+  private readonly windows = new Map<string, Window>();
+  private readonly flushIntervalMs: number;
+  private readonly maxStalenessMs: number;
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+
   constructor(
     private readonly pool: pg.Pool,
     private readonly now: () => number = Date.now,
-  ) {}
+    opts: RateLimiterOptions = {},
+  ) {
+    this.flushIntervalMs = opts.flushIntervalMs ?? FLUSH_INTERVAL_MS;
+    this.maxStalenessMs = opts.maxStalenessMs ?? MAX_STALENESS_MS;
+  }
 
   /** Start (epoch ms) of the window that holds this moment. */
   windowStart(nowMs: number = this.now()): number {
@@ -38,11 +94,34 @@ export class RateLimiter {
   /** Counts one request in `bucket`'s current window. */
   async hit(bucket: string, limit: number): Promise<RateLimitResult> {
     const nowMs = this.now();
-    const res = await this.pool.query<{ count: number }>({ ...HIT, values: [bucket, this.windowStart(nowMs)] });
-    return this.verdict(res.rows[0]!.count, limit, nowMs);
+    const windowStart = this.windowStart(nowMs);
+    const key = `${windowStart}|${bucket}`;
+    let w = this.windows.get(key);
+    if (!w) {
+      w = { bucket, windowStart, shared: -1, readAtMs: 0, local: 0, flushing: 0 };
+      this.windows.set(key, w);
+    }
+    if (w.shared > limit) {
+      // Past the limit: counts only grow within a window, so refuse without asking.
+      this.countLocally(w);
+      return this.verdict(w.shared + w.flushing + w.local, limit, nowMs);
+    }
+    const estimate = w.shared + w.flushing + w.local + 1;
+    const margin = Math.max(10, Math.ceil(limit / 10));
+    if (w.shared < 0 || nowMs - w.readAtMs > this.maxStalenessMs || estimate + margin > limit) {
+      const res = await this.pool.query<{ count: number }>({ ...HIT, values: [bucket, windowStart, 1] });
+      const count = res.rows[0]!.count;
+      if (count > w.shared) {
+        w.shared = count;
+        w.readAtMs = nowMs;
+      }
+      return this.verdict(count + w.local + w.flushing, limit, nowMs);
+    }
+    this.countLocally(w);
+    return this.verdict(estimate, limit, nowMs);
   }
 
-  /** The verdict for the `count`-th request of the window holding `nowMs` (counted elsewhere). */
+  /** The verdict for the `count`-th request of the window holding `nowMs`. */
   verdict(count: number, limit: number, nowMs: number = this.now()): RateLimitResult {
     const resetMs = this.windowStart(nowMs) + WINDOW_MS;
     return {
@@ -54,9 +133,78 @@ export class RateLimiter {
     };
   }
 
+  /** Adds every bucket's local count to its shared row and reads the totals back. */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    this.flushing = this.flushOnce().finally(() => {
+      this.flushing = null;
+    });
+    await this.flushing;
+  }
+
+  /** Stops the timer and flushes what is still counted only here. */
+  async close(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.flush().catch(() => undefined);
+  }
+
   /** Deletes windows that ended before `olderThanMs`; returns how many. */
   async purge(olderThanMs: number): Promise<number> {
     const res = await this.pool.query('delete from rate_limit_windows where window_start < $1', [olderThanMs - WINDOW_MS]);
     return res.rowCount ?? 0;
+  }
+
+  private countLocally(w: Window): void {
+    w.local++;
+    if (!this.timer) {
+      this.timer = setInterval(() => void this.flush().catch(() => undefined), this.flushIntervalMs);
+      this.timer.unref();
+    }
+  }
+
+  private async flushOnce(): Promise<void> {
+    const current = this.windowStart();
+    const due: Window[] = [];
+    for (const [key, w] of this.windows) {
+      if (w.local > 0) {
+        w.flushing = w.local;
+        w.local = 0;
+        due.push(w);
+      } else if (w.flushing === 0 && w.windowStart < current) {
+        this.windows.delete(key); // a past window with nothing left to add
+      }
+    }
+    if (due.length === 0) {
+      if (this.timer && this.windows.size === 0) {
+        clearInterval(this.timer);
+        this.timer = null;
+      }
+      return;
+    }
+    const readAtMs = this.now();
+    for (let i = 0; i < due.length; i += FLUSH_BATCH) {
+      const batch = due.slice(i, i + FLUSH_BATCH);
+      try {
+        const res = await this.pool.query<{ bucket: string; window_start: string; count: number }>({
+          ...FLUSH,
+          values: [batch.map((w) => w.bucket), batch.map((w) => w.windowStart), batch.map((w) => w.flushing)],
+        });
+        const totals = new Map(res.rows.map((r) => [`${r.window_start}|${r.bucket}`, r.count]));
+        for (const w of batch) {
+          const total = totals.get(`${w.windowStart}|${w.bucket}`);
+          if (total !== undefined && total > w.shared) w.shared = total;
+          w.readAtMs = readAtMs;
+          w.flushing = 0;
+        }
+      } catch (err) {
+        // Kept for the next flush: the counts are not lost, only late.
+        for (const w of batch) {
+          w.local += w.flushing;
+          w.flushing = 0;
+        }
+        throw err;
+      }
+    }
   }
 }
