@@ -109,14 +109,14 @@ async function api(key: string, method: string, url: string, body?: unknown): Pr
   return { status: res.status, json: text ? (JSON.parse(text) as Json) : {} };
 }
 
-async function upload(key: string, file: { name: string; data: Uint8Array | string; type?: string }, fields: Record<string, string> = {}, fieldsAfter = false) {
+async function upload(key: string, file: { name: string; data: Uint8Array | string; type?: string }, fields: Record<string, string> = {}, fieldsAfter = false, headers: Record<string, string> = {}) {
   const fd = new FormData();
   if (!fieldsAfter) for (const [k, v] of Object.entries(fields)) fd.append(k, v);
   fd.append('file', new Blob([file.data], { type: file.type ?? '' }), file.name);
   if (fieldsAfter) for (const [k, v] of Object.entries(fields)) fd.append(k, v);
-  const res = await fetch(`${base}/api/v1/knowledge-base/documents`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
+  const res = await fetch(`${base}/api/v1/knowledge-base/documents`, { method: 'POST', headers: { authorization: `Bearer ${key}`, ...headers }, body: fd });
   const text = await res.text();
-  return { status: res.status, json: text ? (JSON.parse(text) as Json) : {} };
+  return { status: res.status, json: text ? (JSON.parse(text) as Json) : {}, headers: res.headers };
 }
 
 /** Polls the status until it leaves `processing`; returns the last status and every progress value seen. */
@@ -373,6 +373,20 @@ describe('upload and indexing', () => {
     expect(readdirSync(kb.tempDir)).toEqual([]);
   }, 60_000);
 
+  it('an upload repeated with its Idempotency-Key answers the first document without storing another', async () => {
+    const before = await api(A.key, 'GET', '/knowledge-base/documents?pageSize=100');
+    const headers = { 'idempotency-key': `kb-upload-${Date.now()}` };
+    const first = await upload(A.key, { name: 'once.txt', data: 'Uploaded once, retried by a nervous client.' }, {}, false, headers);
+    expect(first.status).toBe(202);
+    const again = await upload(A.key, { name: 'once.txt', data: 'Uploaded once, retried by a nervous client.' }, {}, false, headers);
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.json.id).toBe(first.json.id);
+    const after = await api(A.key, 'GET', '/knowledge-base/documents?pageSize=100');
+    expect(after.json.total).toBe(before.json.total + 1);
+    await settle(A.key, first.json.id as string);
+  });
+
   it('a corrupt DOCX ends failed with its error, without retries', async () => {
     const docx = await makeDocx();
     const res = await upload(A.key, { name: 'broken.docx', data: docx.subarray(0, Math.floor(docx.length / 2)) });
@@ -380,8 +394,14 @@ describe('upload and indexing', () => {
     const { status } = await settle(A.key, res.json.id as string);
     expect(status).toMatchObject({ status: 'failed', chunkCount: 0, indexedAt: null });
     expect(status.error).toMatch(/corrupt|damaged|could not be read|truncated/i);
-    const job = await database.pool.query<{ status: string; attempts: number }>('select status, attempts from jobs where kind = $1 and subject_id = $2', [KB_INDEX_JOB, res.json.id]);
-    expect(job.rows[0]).toMatchObject({ status: 'failed', attempts: 1 });
+    // The document is marked failed inside the attempt; the job row is finished just after it.
+    let job: { status: string; attempts: number } | undefined;
+    for (let i = 0; i < 100; i++) {
+      job = (await database.pool.query<{ status: string; attempts: number }>('select status, attempts from jobs where kind = $1 and subject_id = $2', [KB_INDEX_JOB, res.json.id])).rows[0];
+      if (job?.status !== 'running') break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(job).toMatchObject({ status: 'failed', attempts: 1 });
   });
 
   it('a transient embedding failure is retried; when every attempt fails the document ends failed with the cause', async () => {

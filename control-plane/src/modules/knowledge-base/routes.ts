@@ -13,6 +13,11 @@ const tags = ['Knowledge base'];
 // The spec has no knowledge-base scope: documents are part of agent configuration.
 const READ = { scope: 'agents:read' } as const;
 const WRITE = { scope: 'agents:write' } as const;
+// Idempotency-Key: the upload's file is not part of the request hash (it is streamed after the
+// check), so a repeat with the same key answers the first upload whatever it carries.
+const UPLOAD = { scope: 'agents:write', idempotent: true } as const;
+const ACTION = { scope: 'agents:write', idempotent: true } as const;
+const SEARCH = { scope: 'agents:read', idempotent: true } as const;
 
 /** The Knowledge base section: documents (multipart upload), their indexing state, and search. */
 export const knowledgeBaseRoutes: FastifyPluginAsync<{ service: KnowledgeBaseService; tempDir: string }> = async (app, { service, tempDir }) => {
@@ -21,7 +26,7 @@ export const knowledgeBaseRoutes: FastifyPluginAsync<{ service: KnowledgeBaseSer
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.post('/knowledge-base/documents', {
-    config: WRITE,
+    config: UPLOAD,
     schema: {
       tags,
       summary: 'Upload a document (multipart/form-data: file, name, agentIds, metadata); 202 while it is indexed',
@@ -63,7 +68,7 @@ export const knowledgeBaseRoutes: FastifyPluginAsync<{ service: KnowledgeBaseSer
   });
 
   r.post('/knowledge-base/documents/:documentId/reindex', {
-    config: WRITE,
+    config: ACTION,
     schema: {
       tags,
       summary: 'Re-chunk and re-embed a document (back to processing); 409 while it is processing',
@@ -88,7 +93,7 @@ export const knowledgeBaseRoutes: FastifyPluginAsync<{ service: KnowledgeBaseSer
   });
 
   r.post('/knowledge-base/search', {
-    config: READ,
+    config: SEARCH,
     schema: {
       tags,
       summary: 'Hybrid (vector + full-text) search over indexed documents',
