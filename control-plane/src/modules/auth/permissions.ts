@@ -27,8 +27,8 @@ export type Grant = boolean | UserPermission;
 
 /** What each right lets a user do, for the rendered table. */
 export const RIGHT_DESCRIPTIONS: Record<Right, string> = {
-  'agents:read': 'list and get agents, versions and stats',
-  'agents:write': 'create, update, publish, activate, duplicate, delete agents',
+  'agents:read': 'list and get agents, versions and stats; list, get and search knowledge-base documents',
+  'agents:write': 'create, update, publish, activate, duplicate, delete agents; upload, reindex, delete knowledge-base documents',
   'conversations:read': 'list and get conversations, messages, transcripts, analysis, recordings',
   'conversations:write': 'tag conversations, update outcomes',
   'conversations:delete': 'delete conversations (also needs conversations:write)',
