@@ -438,6 +438,27 @@ describe('upload and indexing', () => {
     expect(done.status.status).toBe('indexed');
     expect(Date.parse(done.status.indexedAt as string)).toBeGreaterThan(Date.parse(firstIndexedAt));
   }, 60_000);
+  it('a document whose job was lost on its last attempt reads failed, and reindex restarts it', async () => {
+    await runner!.stop();
+    const res = await upload(A.key, { name: 'orphan.txt', data: 'The ferry leaves at noon.' });
+    const id = res.json.id as string;
+    // What the queue does when the worker of the last attempt died: the job fails, the document is untouched.
+    await database.pool.query(`update jobs set status = 'failed', attempts = max_attempts, last_error = 'worker lost during the last attempt (lease expired)', finished_at = now() where kind = $1 and subject_id = $2`, [KB_INDEX_JOB, id]);
+    const stuck = await api(A.key, 'GET', `/knowledge-base/documents/${id}/status`);
+    expect(stuck.json).toMatchObject({ status: 'failed', error: 'Indexing stopped: worker lost during the last attempt (lease expired)' });
+    runner = startRunner();
+    await runner.start();
+    expect((await api(A.key, 'POST', `/knowledge-base/documents/${id}/reindex`)).status).toBe(202);
+    expect((await settle(A.key, id)).status).toMatchObject({ status: 'indexed', error: null });
+  }, 30_000);
+
+  it('documents the upload as multipart/form-data in OpenAPI', async () => {
+    const doc = (await (await fetch(`${base}/api/v1/openapi.json`)).json()) as Json;
+    const op = doc.paths['/api/v1/knowledge-base/documents'].post;
+    expect(op.requestBody.content['multipart/form-data'].schema.properties.file).toMatchObject({ type: 'string', format: 'binary' });
+    expect(op['x-required-scope']).toBe('agents:write');
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['202', '413', '415', '422']));
+  });
 });
 
 describe('assignments, delete and tenancy', () => {
