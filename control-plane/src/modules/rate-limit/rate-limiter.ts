@@ -65,10 +65,12 @@ interface Window {
  * and reads the new totals back. A request is counted in Postgres itself (one upsert, exact
  * across replicas) when its bucket was never read in this window, when the total read is
  * older than {@link RateLimiterOptions.maxStalenessMs}, or when the estimate is within
- * `max(10, 10 %)` of the limit. Once the shared total is past the limit, refusals are
- * answered from memory. What other replicas counted since the last read is unseen, so the
- * worst-case overshoot is what they accept in one flush interval beyond that margin
- * (docs/api.md "Rate limits"). The housekeeping job deletes past windows.
+ * `max(10, 10 %)` of the limit; that upsert also adds what this replica counted since its
+ * last flush, so near the limit every replica's count is in the row. Once the shared total
+ * is past the limit, refusals are answered from memory. What other replicas counted in
+ * memory and have not flushed yet is unseen, so the worst-case overshoot is what they
+ * accepted within one flush interval (plus a statement's latency) before they came within
+ * the margin themselves (docs/api.md "Rate limits"). The housekeeping job deletes past windows.
  */
 export class RateLimiter {
   private readonly windows = new Map<string, Window>();
@@ -109,8 +111,18 @@ export class RateLimiter {
     const estimate = w.shared + w.flushing + w.local + 1;
     const margin = Math.max(10, Math.ceil(limit / 10));
     if (w.shared < 0 || nowMs - w.readAtMs > this.maxStalenessMs || estimate + margin > limit) {
-      const res = await this.pool.query<{ count: number }>({ ...HIT, values: [bucket, windowStart, 1] });
-      const count = res.rows[0]!.count;
+      // This request and what was counted here since the last flush, so that near the
+      // limit every replica's count is in the shared row.
+      const add = 1 + w.local;
+      w.local = 0;
+      let count: number;
+      try {
+        const res = await this.pool.query<{ count: number }>({ ...HIT, values: [bucket, windowStart, add] });
+        count = res.rows[0]!.count;
+      } catch (err) {
+        w.local += add - 1;
+        throw err;
+      }
       if (count > w.shared) {
         w.shared = count;
         w.readAtMs = nowMs;
