@@ -180,7 +180,7 @@ export class KnowledgeBaseService {
   /**
    * Back to `processing` (progress 0, error cleared) with a new indexing job; the current
    * chunks stay until the new ones replace them, but the document is out of search meanwhile.
-   * 409 while it is processing (unless its job has ended: then it was stuck, and may restart).
+   * 409 while its job is pending or running; a `processing` document whose job has ended was stuck, and may restart.
    */
   async reindex(p: Principal, id: string) {
     await this.db.transaction(async (tx) => {
@@ -190,7 +190,8 @@ export class KnowledgeBaseService {
          where d.tenant_id = ${p.tenantId} and d.id = ${id} for update of d`);
       const row = res.rows[0];
       if (!row) throw documentNotFound(id);
-      if (row.status === 'processing' && (row.job_status === 'pending' || row.job_status === 'running')) throw alreadyProcessing(id);
+      // Its job still pending or running (also just after it set the document failed, before the queue recorded the outcome).
+      if (row.job_status === 'pending' || row.job_status === 'running') throw alreadyProcessing(id);
       await tx.execute(sql`update kb_documents set status = 'processing', progress = 0, error = null, updated_at = now() where id = ${id}`);
       await enqueueIndexing(tx, p.tenantId, id);
     });
