@@ -14,6 +14,13 @@ export interface SttProcessorOptions {
   /** Caller audio kept while reconnecting, so no words are lost (default 5000 ms). */
   bufferMs?: number;
   reconnectDelayMs?: (attempt: number) => number;
+  /**
+   * Caller audio is sent to the provider in chunks of this many ms (default 40: two carrier
+   * frames). Each send is a WebSocket frame and a socket write; two frames per send halve
+   * the gateway's writes to the STT for at most one frame (20 ms) of added delay. `finalize`
+   * sends what is held first. 0 or 20 sends every frame on arrival.
+   */
+  sendChunkMs?: number;
 }
 
 /**
@@ -32,6 +39,10 @@ export class SttProcessor extends Processor {
   private closed = false;
   private reconnects = 0;
   private audioMsSent = 0;
+  /** Audio held for the next send to an open stream (see `sendChunkMs`). */
+  private held: Uint8Array[] = [];
+  private heldBytes = 0;
+  private heldMs = 0;
 
   constructor(private readonly opts: SttProcessorOptions) {
     super();
@@ -49,14 +60,17 @@ export class SttProcessor extends Processor {
 
   /** Asks the provider to finalise what it has heard (end of the caller's turn). */
   finalize(): void {
+    this.flushHeld();
     this.stream?.finalize();
   }
 
   private sendAudio(bytes: Uint8Array, at: number): void {
     const ms = this.durationMs(bytes);
     if (this.stream) {
-      this.stream.send(bytes);
-      this.audioMsSent += ms;
+      this.held.push(bytes);
+      this.heldBytes += bytes.length;
+      this.heldMs += ms;
+      if (this.heldMs >= (this.opts.sendChunkMs ?? 40)) this.flushHeld();
       return;
     }
     if (this.pending.length === 0) this.streamOriginAt = at;
@@ -68,6 +82,33 @@ export class SttProcessor extends Processor {
       this.pendingMs -= this.durationMs(dropped);
       this.streamOriginAt += this.durationMs(dropped);
     }
+  }
+
+  /** Sends the held audio as one chunk (one WebSocket frame); with the stream lost, it joins the reconnect buffer. */
+  private flushHeld(): void {
+    if (this.held.length === 0) return;
+    if (!this.stream) {
+      if (this.pending.length === 0) this.streamOriginAt = this.opts.clock() - this.heldMs;
+      this.pending.push(...this.held);
+      this.pendingMs += this.heldMs;
+      this.held = [];
+      this.heldBytes = 0;
+      this.heldMs = 0;
+      return;
+    }
+    const chunk = this.held.length === 1 ? this.held[0]! : new Uint8Array(this.heldBytes);
+    if (this.held.length > 1) {
+      let offset = 0;
+      for (const part of this.held) {
+        chunk.set(part, offset);
+        offset += part.length;
+      }
+    }
+    this.stream.send(chunk);
+    this.audioMsSent += this.heldMs;
+    this.held = [];
+    this.heldBytes = 0;
+    this.heldMs = 0;
   }
 
   /** Audio length of raw bytes in the declared encoding (G.711: 1 byte, linear16: 2 bytes a sample). */
@@ -116,9 +157,11 @@ export class SttProcessor extends Processor {
         }
       }
       this.stream = null;
+      this.flushHeld();
       if (!this.closed) await this.failed(new ProviderError({ provider: this.opts.provider.name, capability: 'stt', code: 'stt.connection_lost', message: 'STT stream ended unexpectedly', retryable: true }));
     } catch (err) {
       this.stream = null;
+      this.flushHeld();
       await this.failed(err);
     }
   }

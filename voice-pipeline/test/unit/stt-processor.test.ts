@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { SttProcessor } from '../../src/processors/stt-processor.js';
+import { Harness } from './harness.js';
+import { FakeStt } from './pipeline-fakes.js';
+
+/** One 20 ms μ-law carrier frame whose bytes all equal `n` (so the order sent is visible). */
+function frame(n: number, at: number) {
+  return { kind: 'audio.in' as const, mulaw: new Uint8Array(160).fill(n), pcm: new Int16Array(160), at };
+}
+
+async function opened(stt: FakeStt, sendChunkMs?: number) {
+  const proc = new SttProcessor({ provider: stt, stream: { encoding: 'mulaw', sampleRateHz: 8000, interimResults: true, endpointingMs: 300, utteranceEndMs: 1000 }, clock: () => 0, ...(sendChunkMs === undefined ? {} : { sendChunkMs }) });
+  const h = new Harness(proc);
+  h.down({ kind: 'call.start', at: 0 } as never);
+  await new Promise((r) => setTimeout(r, 0));
+  return { proc, h, stream: stt.streams[0]! };
+}
+
+describe('SttProcessor sends caller audio in chunks', () => {
+  it('sends two 20 ms frames per chunk by default, in order and whole', async () => {
+    const stt = new FakeStt();
+    const { h, stream, proc } = await opened(stt);
+    for (let i = 1; i <= 5; i++) h.down(frame(i, i * 20));
+    expect(stream.sent.map((c) => c.length)).toEqual([320, 320]);
+    expect([...stream.sent[0]!.slice(0, 1), ...stream.sent[0]!.slice(160, 161), ...stream.sent[1]!.slice(0, 1), ...stream.sent[1]!.slice(160, 161)]).toEqual([1, 2, 3, 4]);
+    expect(proc.audioMs).toBe(80);
+    // Frames still travel down unchanged (the turn detector needs every one at once).
+    expect(h.downOf('audio.in')).toHaveLength(5);
+  });
+
+  it('finalize sends the held frame before asking the provider to finalise', async () => {
+    const stt = new FakeStt();
+    const { h, stream, proc } = await opened(stt);
+    h.down(frame(7, 20));
+    expect(stream.sent).toHaveLength(0);
+    proc.finalize();
+    expect(stream.sent.map((c) => c[0])).toEqual([7]);
+    expect(stream.finalizes).toBe(1);
+    expect(proc.audioMs).toBe(20);
+  });
+
+  it('sends every frame on arrival with sendChunkMs 20', async () => {
+    const stt = new FakeStt();
+    const { h, stream } = await opened(stt, 20);
+    for (let i = 1; i <= 3; i++) h.down(frame(i, i * 20));
+    expect(stream.sent.map((c) => [c.length, c[0]])).toEqual([
+      [160, 1],
+      [160, 2],
+      [160, 3],
+    ]);
+  });
+
+  it('held audio is not lost when the stream drops: it is replayed to the next stream', async () => {
+    const stt = new FakeStt();
+    const { h, stream } = await opened(stt);
+    h.down(frame(1, 20), frame(2, 40), frame(3, 60));
+    expect(stream.sent).toHaveLength(1);
+    // The provider's stream ends unexpectedly: the processor reconnects (first retry after 200 ms).
+    stream.channel.end();
+    await new Promise((r) => setTimeout(r, 260));
+    const next = stt.streams[1];
+    expect(next).toBeDefined();
+    expect(next!.sent.map((c) => c[0])).toEqual([3]);
+  });
+});
