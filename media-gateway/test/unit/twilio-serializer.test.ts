@@ -15,6 +15,7 @@ import {
   stopMessage,
 } from '../../src/twilio/serializer.js';
 import type { OnReject, RejectReason } from '../../src/twilio/serializer.js';
+import { twilioInboundSchema } from '../../src/twilio/wire.js';
 
 const SID = 'MZ5d1a8f0c2b3e4d5f6a7b8c9d0e1f2a3b';
 
@@ -64,6 +65,28 @@ describe('Twilio serializer, gateway side', () => {
     expect(msg?.event).toBe('media');
     if (msg?.event !== 'media') return;
     expect([...decodeMediaPayload(msg.media.payload)]).toEqual([0xff, 0x00, 0x7f]);
+  });
+
+  it('accepts and refuses media exactly as the schema does (the hot path skips zod only for well-formed media)', () => {
+    const payload = 'AA==';
+    const cases: unknown[] = [
+      { event: 'media', streamSid: SID, media: { payload } },
+      { event: 'media', streamSid: SID, extra: { x: 1 }, media: { payload, future: 2 } },
+      { event: 'media', streamSid: SID, media: { payload, track: 5 } },
+      { event: 'media', streamSid: SID, media: { payload, chunk: 3 } },
+      { event: 'media', streamSid: SID, media: { payload, timestamp: null } },
+      { event: 'media', streamSid: SID, sequenceNumber: 4, media: { payload } },
+      { event: 'media', streamSid: 7, media: { payload } },
+      { event: 'media', streamSid: SID, media: [payload] },
+      { event: 'media', streamSid: SID, media: { payload: 1 } },
+    ];
+    for (const c of cases) {
+      const viaSchema = twilioInboundSchema.safeParse(c);
+      const msg = parseTwilioMessage(JSON.stringify(c));
+      expect(msg, JSON.stringify(c)).toEqual(viaSchema.success ? viaSchema.data : null);
+    }
+    // Defaults and unknown fields survive the hot path.
+    expect(parseTwilioMessage(JSON.stringify(cases[1]))).toEqual({ event: 'media', streamSid: SID, extra: { x: 1 }, media: { payload, future: 2, track: 'inbound' } });
   });
 
   it('parses dtmf, mark and stop', () => {
