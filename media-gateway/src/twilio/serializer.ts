@@ -91,7 +91,8 @@ export function isSupportedMediaFormat(format: TwilioMediaFormat): boolean {
 
 /** `media` to play to the caller: raw μ-law 8 kHz mono, no file header (§2.2). */
 export function mediaMessage(streamSid: string, mulaw: Uint8Array): string {
-  return JSON.stringify({ event: 'media', streamSid, media: { payload: toBase64(mulaw) } });
+  // Built by concatenation: 50 a second per call, and base64 needs no JSON escaping.
+  return `{"event":"media","streamSid":${JSON.stringify(streamSid)},"media":{"payload":"${toBase64(mulaw)}"}}`;
 }
 
 /** `mark` placed in Twilio's playback queue; echoed back once the audio before it played. */

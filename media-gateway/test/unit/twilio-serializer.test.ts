@@ -117,6 +117,7 @@ describe('Twilio serializer, gateway side', () => {
 
   it('builds media, mark and clear exactly as §2.2 shows them', () => {
     expect(JSON.parse(mediaMessage(SID, new Uint8Array([0x7e, 0x7e, 0x7e])))).toEqual({ event: 'media', streamSid: SID, media: { payload: 'fn5+' } });
+    expect(JSON.parse(mediaMessage('MZ"\\1', new Uint8Array([0xff])))).toEqual({ event: 'media', streamSid: 'MZ"\\1', media: { payload: '/w==' } });
     expect(JSON.parse(markMessage(SID, 'utt-12'))).toEqual({ event: 'mark', streamSid: SID, mark: { name: 'utt-12' } });
     expect(JSON.parse(clearMessage(SID))).toEqual({ event: 'clear', streamSid: SID });
   });
