@@ -49,6 +49,15 @@ describe('API-key lookups cached per replica', () => {
     expect(lookups).toBe(2);
   });
 
+  it('lets concurrent requests with an uncached key share one lookup', async () => {
+    const k = await tenant.mintKey({ scopes: ['agents:read'] });
+    const lookups = await keyLookupsDuring(async () => {
+      const codes = await Promise.all(Array.from({ length: 10 }, async () => (await call(replicaA.app, k.key, 'GET', '/api/v1/agents')).statusCode));
+      expect(codes).toEqual(Array.from({ length: 10 }, () => 200));
+    });
+    expect(lookups).toBe(1);
+  });
+
   it('refuses a revoked key at once on the revoking replica and, through the bus, on the others well within the cache time', async () => {
     const k = await tenant.mintKey({ scopes: ['agents:read'] });
     expect((await call(replicaA.app, k.key, 'GET', '/api/v1/agents')).statusCode).toBe(200);

@@ -151,6 +151,24 @@ describe('rate limiter: in-memory counting with batched flushes', () => {
     }
   });
 
+  it('lets concurrent first requests of a bucket share one read far from the limit', async () => {
+    clock = nowMs;
+    const bucket = `test:${newId('test')}`;
+    const a = new RateLimiter(database.pool, now, opts);
+    try {
+      let results: Awaited<ReturnType<RateLimiter['hit']>>[] = [];
+      const statements = await statementsDuring(async () => {
+        results = await Promise.all(Array.from({ length: 20 }, () => a.hit(bucket, 1000)));
+      });
+      expect(statements).toBe(1);
+      expect(results.map((r) => r.remaining).sort((x, y) => y - x)).toEqual(Array.from({ length: 20 }, (_, i) => 999 - i));
+      await a.flush();
+      expect(await shared(bucket)).toBe(20);
+    } finally {
+      await a.close();
+    }
+  });
+
   it('flushes on close what was counted only in memory', async () => {
     clock = nowMs;
     const bucket = `test:${newId('test')}`;

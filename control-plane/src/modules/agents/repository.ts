@@ -54,7 +54,16 @@ function knowledgeBaseIdsOf(write: AgentWrite): string[] {
 
 /** Every query is scoped by tenant: another tenant's agent is indistinguishable from a missing one. */
 export class AgentRepository {
-  constructor(private readonly db: Db) {}
+  /** GET by id is the hottest read: built once, sent as a named (server-prepared) statement. */
+  private readonly findById;
+
+  constructor(private readonly db: Db) {
+    this.findById = db
+      .select()
+      .from(agents)
+      .where(and(eq(agents.tenantId, sql.placeholder('tenantId')), eq(agents.id, sql.placeholder('id'))))
+      .prepare('agents_find_by_id');
+  }
 
   async insert(tenantId: string, id: string, status: AgentStatus, write: AgentWrite, version: NewVersion): Promise<AgentRow> {
     try {
@@ -74,7 +83,7 @@ export class AgentRepository {
   }
 
   async find(tenantId: string, id: string): Promise<AgentRow | undefined> {
-    const [row] = await this.db.select().from(agents).where(and(eq(agents.tenantId, tenantId), eq(agents.id, id)));
+    const [row] = await this.findById.execute({ tenantId, id });
     return row;
   }
 

@@ -75,6 +75,9 @@ const USER_LOOKUP = {
  */
 export class Authenticator {
   private readonly touchedAt = new Map<string, number>();
+  private readonly lookups = new Map<string, Promise<AuthResult>>();
+  /** Bumped by every {@link forgetKey}: lookups started before it do not fill the cache. */
+  private generation = 0;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -93,27 +96,44 @@ export class Authenticator {
       return { ok: false, reason: 'The bearer token is not a valid API key or access token.' };
     }
     const keyHash = hashKey(token);
-    let cached = this.keys.get(keyHash);
+    const cached = this.keys.get(keyHash);
     if (cached && cached.expiresAtMs !== null && cached.expiresAtMs <= Date.now()) {
       this.keys.invalidateKey(cached.principal.actorId);
       return { ok: false, reason: 'This API key has expired.' };
     }
-    if (!cached) {
-      const res = await this.pool.query<KeyRow>({ ...KEY_LOOKUP, values: [keyHash] });
-      const row = res.rows[0];
-      if (!row) return { ok: false, reason: 'Unknown API key.' };
-      if (row.revoked) return { ok: false, reason: 'This API key has been revoked.' };
-      if (row.expired) return { ok: false, reason: 'This API key has expired.' };
-      if (row.tenant_status !== 'active') return { ok: false, reason: 'The account of this API key is not active.' };
-      cached = { principal: keyPrincipal(row), expiresAtMs: row.expires_at_ms === null ? null : Number(row.expires_at_ms) };
-      this.keys.set(keyHash, cached);
+    if (cached) {
+      this.touch(cached.principal.actorId);
+      return { ok: true, principal: cached.principal };
     }
-    this.touch(cached.principal.actorId);
-    return { ok: true, principal: cached.principal };
+    // Concurrent requests with one uncached key share one lookup.
+    let lookup = this.lookups.get(keyHash);
+    if (!lookup) {
+      const generation = this.generation;
+      lookup = this.lookUpKey(keyHash, generation).finally(() => this.lookups.delete(keyHash));
+      this.lookups.set(keyHash, lookup);
+    }
+    const result = await lookup;
+    if (result.ok) this.touch(result.principal.actorId);
+    return result;
+  }
+
+  private async lookUpKey(keyHash: string, generation: number): Promise<AuthResult> {
+    const res = await this.pool.query<KeyRow>({ ...KEY_LOOKUP, values: [keyHash] });
+    const row = res.rows[0];
+    if (!row) return { ok: false, reason: 'Unknown API key.' };
+    if (row.revoked) return { ok: false, reason: 'This API key has been revoked.' };
+    if (row.expired) return { ok: false, reason: 'This API key has expired.' };
+    if (row.tenant_status !== 'active') return { ok: false, reason: 'The account of this API key is not active.' };
+    const found = { principal: keyPrincipal(row), expiresAtMs: row.expires_at_ms === null ? null : Number(row.expires_at_ms) };
+    // A revocation that arrived while this lookup ran may be older than what it read: not cached then.
+    if (generation === this.generation) this.keys.set(keyHash, found);
+    return { ok: true, principal: found.principal };
   }
 
   /** Drops the cached lookup of key `keyId` on this replica (revoked or changed). */
   forgetKey(keyId: string): void {
+    this.generation++;
+    this.lookups.clear(); // requests from now on do not join a lookup that began before
     this.keys.invalidateKey(keyId);
   }
 

@@ -53,6 +53,8 @@ interface Window {
   local: number;
   /** Being added by the flush in flight. */
   flushing: number;
+  /** A read of the shared total in flight (far from the limit, others wait for it). */
+  reading: Promise<void> | null;
 }
 
 /**
@@ -100,37 +102,62 @@ export class RateLimiter {
     const key = `${windowStart}|${bucket}`;
     let w = this.windows.get(key);
     if (!w) {
-      w = { bucket, windowStart, shared: -1, readAtMs: 0, local: 0, flushing: 0 };
+      w = { bucket, windowStart, shared: -1, readAtMs: 0, local: 0, flushing: 0, reading: null };
       this.windows.set(key, w);
     }
-    if (w.shared > limit) {
-      // Past the limit: counts only grow within a window, so refuse without asking.
-      this.countLocally(w);
-      return this.verdict(w.shared + w.flushing + w.local, limit, nowMs);
-    }
-    const estimate = w.shared + w.flushing + w.local + 1;
-    const margin = Math.max(10, Math.ceil(limit / 10));
-    if (w.shared < 0 || nowMs - w.readAtMs > this.maxStalenessMs || estimate + margin > limit) {
-      // This request and what was counted here since the last flush, so that near the
-      // limit every replica's count is in the shared row.
-      const add = 1 + w.local;
-      w.local = 0;
-      let count: number;
-      try {
-        const res = await this.pool.query<{ count: number }>({ ...HIT, values: [bucket, windowStart, add] });
-        count = res.rows[0]!.count;
-      } catch (err) {
-        w.local += add - 1;
-        throw err;
+    for (;;) {
+      if (w.shared > limit) {
+        // Past the limit: counts only grow within a window, so refuse without asking.
+        this.countLocally(w);
+        return this.verdict(w.shared + w.flushing + w.local, limit, nowMs);
       }
-      if (count > w.shared) {
-        w.shared = count;
-        w.readAtMs = nowMs;
+      const estimate = w.shared + w.flushing + w.local + 1;
+      const near = estimate + Math.max(10, Math.ceil(limit / 10)) > limit;
+      const unread = w.shared < 0 || nowMs - w.readAtMs > this.maxStalenessMs;
+      if (!near && !unread) {
+        this.countLocally(w);
+        return this.verdict(estimate, limit, nowMs);
       }
-      return this.verdict(count + w.local + w.flushing, limit, nowMs);
+      // Far from the limit, concurrent requests of an unread bucket wait for one read.
+      if (!near && w.reading) {
+        await w.reading;
+        continue;
+      }
+      const counted = this.countInPostgres(w, nowMs);
+      if (!near) {
+        const reading = counted.then(
+          () => undefined,
+          () => undefined,
+        );
+        w.reading = reading;
+        void reading.then(() => {
+          if (w.reading === reading) w.reading = null;
+        });
+      }
+      return this.verdict(await counted, limit, nowMs);
     }
-    this.countLocally(w);
-    return this.verdict(estimate, limit, nowMs);
+  }
+
+  /**
+   * Counts this request, and what this replica counted since its last flush, in the shared
+   * row (so near the limit every replica's count is in it); returns the count to judge by.
+   */
+  private async countInPostgres(w: Window, nowMs: number): Promise<number> {
+    const add = 1 + w.local;
+    w.local = 0;
+    let count: number;
+    try {
+      const res = await this.pool.query<{ count: number }>({ ...HIT, values: [w.bucket, w.windowStart, add] });
+      count = res.rows[0]!.count;
+    } catch (err) {
+      w.local += add - 1;
+      throw err;
+    }
+    if (count > w.shared) {
+      w.shared = count;
+      w.readAtMs = nowMs;
+    }
+    return count + w.local + w.flushing;
   }
 
   /** The verdict for the `count`-th request of the window holding `nowMs`. */
@@ -194,7 +221,6 @@ export class RateLimiter {
       }
       return;
     }
-    const readAtMs = this.now();
     for (let i = 0; i < due.length; i += FLUSH_BATCH) {
       const batch = due.slice(i, i + FLUSH_BATCH);
       try {
@@ -203,6 +229,7 @@ export class RateLimiter {
           values: [batch.map((w) => w.bucket), batch.map((w) => w.windowStart), batch.map((w) => w.flushing)],
         });
         const totals = new Map(res.rows.map((r) => [`${r.window_start}|${r.bucket}`, r.count]));
+        const readAtMs = this.now();
         for (const w of batch) {
           const total = totals.get(`${w.windowStart}|${w.bucket}`);
           if (total !== undefined && total > w.shared) w.shared = total;
