@@ -14,7 +14,7 @@ import { InProcessBus, LocalObjectStore, newId } from '@vap/shared';
 import { buildApp } from '../../src/app.js';
 import type { Database } from '../../src/db/database.js';
 import { JobRunner } from '../../src/modules/jobs/job-runner.js';
-import { LocalEmbedder } from '../../src/modules/knowledge-base/embedding/index.js';
+import { LocalEmbedder, OpenAiCompatibleEmbedder } from '../../src/modules/knowledge-base/embedding/index.js';
 import { KB_INDEX_JOB, KbIndexingJob } from '../../src/modules/knowledge-base/indexing-job.js';
 import { createKnowledgeBase } from '../../src/modules/knowledge-base/runtime.js';
 import type { KnowledgeBase } from '../../src/modules/knowledge-base/runtime.js';
@@ -151,7 +151,7 @@ async function createAgent(key: string, overrides: Record<string, unknown> = {})
   return res.json;
 }
 
-const PARAGRAPHS = Array.from({ length: 40 }, (_, i) => `Section ${i + 1}. The warehouse keeps spare parts for model line ${i + 1} on shelf ${i * 3} in aisle ${i % 7}, checked every quarter by the night crew.`).join('\n\n');
+const PARAGRAPHS = Array.from({ length: 200 }, (_, i) => `Section ${i + 1}. The warehouse keeps spare parts for model line ${i + 1} on shelf ${i * 3} in aisle ${i % 7}, checked every quarter by the night crew.`).join('\n\n');
 
 describe('upload and indexing', () => {
   const ids: Record<string, string> = {};
@@ -416,6 +416,24 @@ describe('upload and indexing', () => {
     embedder.failures = 0;
     expect(bad.status.status).toBe('failed');
     expect(bad.status.error).toMatch(/after 4 attempts: embedding endpoint down/);
+  }, 60_000);
+
+  it('with an OpenAI-compatible embedding server that is down, the document ends failed with a clear error after the retries', async () => {
+    await runner!.stop();
+    const remote: KnowledgeBase = { ...kb, embedder: new OpenAiCompatibleEmbedder({ baseUrl: 'http://127.0.0.1:9', model: 'text-embedding-3-small', maxRetries: 0, timeoutMs: 2000 }) };
+    const down = new JobRunner({ pool: database.pool, log, concurrency: 1, pollIntervalMs: 100, retryDelaysMs: [50] });
+    down.register(KB_INDEX_JOB, new KbIndexingJob({ pool: database.pool, kb: remote, log }).handle);
+    await down.start();
+    try {
+      const res = await upload(A.key, { name: 'remote.txt', data: 'Invoices are sent on the first of the month.' });
+      const { status } = await settle(A.key, res.json.id as string);
+      expect(status.status).toBe('failed');
+      expect(status.error).toMatch(/^Indexing failed after 4 attempts: embedding request to http:\/\/127\.0\.0\.1:9\/v1\/embeddings failed/);
+    } finally {
+      await down.stop();
+      runner = startRunner();
+      await runner.start();
+    }
   }, 60_000);
 
   it('reindex: 202 back to processing, 409 while processing; the job is durable across a runner restart', async () => {
