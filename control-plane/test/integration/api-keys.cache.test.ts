@@ -31,7 +31,7 @@ async function keyLookupsDuring(run: () => Promise<void>): Promise<number> {
   const spy = vi.spyOn(database.pool, 'query');
   try {
     await run();
-    return spy.mock.calls.filter(([q]) => typeof q === 'object' && q !== null && (q as { name?: string }).name === 'auth-api-key-lookup').length;
+    return spy.mock.calls.filter(([q]) => typeof q === 'object' && q !== null && (q as { name?: string }).name === 'auth-api-key').length;
   } finally {
     spy.mockRestore();
   }

@@ -24,7 +24,7 @@ interface KeyRow {
 
 // The key and its tenant in one round trip; the rate-limit count is the RateLimiter's.
 const KEY_LOOKUP = {
-  name: 'auth-api-key-lookup',
+  name: 'auth-api-key',
   text: `select k.id, k.tenant_id, k.scopes, k.can_manage_api_keys,
                 (extract(epoch from k.expires_at) * 1000)::bigint as expires_at_ms,
                 (k.expires_at is not null and k.expires_at <= now()) as expired,
