@@ -344,7 +344,9 @@ describe('recordings in the local store', () => {
     const flaky: ObjectStore = {
       kind: 'local',
       put: (k, body, type) => local.put(k, body, type),
+      putFile: (k, file, type) => local.putFile(k, file, type),
       get: (k) => local.get(k),
+      getToFile: (k, file) => local.getToFile(k, file),
       exists: (k) => local.exists(k),
       delete: async (k) => {
         if (k === a.key) throw new Error('store unavailable');

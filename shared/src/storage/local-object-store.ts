@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { assertObjectKey, type ObjectStore } from './object-store.js';
 
 /**
@@ -53,6 +55,41 @@ export class LocalObjectStore implements ObjectStore {
       throw err;
     }
     await syncDirectory(dir);
+  }
+
+  /** Copies `filePath` through fs streams into a temporary file beside the object, fsyncs it and renames it into place. */
+  async putFile(key: string, filePath: string, _contentType: string): Promise<void> {
+    const path = this.pathOf(key);
+    const dir = dirname(path);
+    await mkdir(dir, { recursive: true });
+    const tmp = join(dir, `.${randomBytes(8).toString('hex')}.tmp`);
+    try {
+      await pipeline(createReadStream(filePath), createWriteStream(tmp, { flags: 'wx', mode: 0o640 }));
+      // fsync applies to the file, whichever descriptor asks.
+      const file = await open(tmp, 'r+');
+      try {
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      await rename(tmp, path);
+    } catch (err) {
+      await unlink(tmp).catch(() => undefined);
+      throw err;
+    }
+    await syncDirectory(dir);
+  }
+
+  async getToFile(key: string, filePath: string): Promise<boolean> {
+    const path = this.pathOf(key);
+    try {
+      await pipeline(createReadStream(path), createWriteStream(filePath));
+      return true;
+    } catch (err) {
+      await rm(filePath, { force: true });
+      if (isNotFound(err) && (err as NodeJS.ErrnoException).path === path) return false;
+      throw err;
+    }
   }
 
   async get(key: string): Promise<Uint8Array | null> {

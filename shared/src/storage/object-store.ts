@@ -8,6 +8,16 @@ export interface ObjectStore {
   readonly kind: 'local' | 's3';
   /** Writes (or replaces) an object in one piece; resolves when it is durable. */
   put(key: string, body: Uint8Array, contentType: string): Promise<void>;
+  /**
+   * Writes (or replaces) an object from a local file, streamed: the file is never held in
+   * memory whole (uploads of tens of MB). The file is left in place; resolves when durable.
+   */
+  putFile(key: string, filePath: string, contentType: string): Promise<void>;
+  /**
+   * Streams the object into `filePath` (created or truncated); false, with no file written,
+   * when the object does not exist.
+   */
+  getToFile(key: string, filePath: string): Promise<boolean>;
   /** The object's bytes, or null when it does not exist. */
   get(key: string): Promise<Uint8Array | null>;
   /** Whether the object exists. */

@@ -1,3 +1,7 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { rm, stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type * as S3SdkModule from '@aws-sdk/client-s3';
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { assertObjectKey, type ObjectStore, type ObjectStoreConfig } from './object-store.js';
@@ -34,6 +38,43 @@ export class S3ObjectStore implements ObjectStore {
     await client.send(
       new sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key), Body: body, ContentType: contentType, ContentLength: body.byteLength }),
     );
+  }
+
+  /**
+   * One PutObject whose body is a read stream of the file with its `ContentLength`: the SDK
+   * sends it as it reads, so the file is never in memory whole (S3's single PUT takes up to 5 GB).
+   */
+  async putFile(key: string, filePath: string, contentType: string): Promise<void> {
+    const { sdk, client } = await this.load();
+    const { size } = await stat(filePath);
+    const body = createReadStream(filePath);
+    try {
+      await client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key), Body: body, ContentType: contentType, ContentLength: size }));
+    } finally {
+      body.destroy();
+    }
+  }
+
+  /** GetObject with its body piped to the file as it arrives. */
+  async getToFile(key: string, filePath: string): Promise<boolean> {
+    const { sdk, client } = await this.load();
+    let out;
+    try {
+      out = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+    const body = out.Body;
+    try {
+      // In Node the SDK's body is an http.IncomingMessage (a Readable) with helper methods mixed in.
+      const source = body === undefined ? Readable.from([]) : body instanceof Readable ? body : Readable.fromWeb(body.transformToWebStream() as Parameters<typeof Readable.fromWeb>[0]);
+      await pipeline(source, createWriteStream(filePath));
+    } catch (err) {
+      await rm(filePath, { force: true });
+      throw err;
+    }
+    return true;
   }
 
   async get(key: string): Promise<Uint8Array | null> {
