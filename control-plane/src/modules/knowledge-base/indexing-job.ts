@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import type pg from 'pg';
@@ -9,9 +9,8 @@ import type { ClaimedJob } from '../jobs/job-queue.js';
 import { enqueueJob } from '../jobs/job-queue.js';
 import { PermanentJobError } from '../jobs/job-runner.js';
 import type { SqlExecutor } from '../webhooks/event-outbox.js';
-import { chunkSections } from './chunking/index.js';
 import { KbIndexError } from './index/index.js';
-import { parseInWorker } from './parsing/index.js';
+import { parseAndChunkInWorker } from './parsing/index.js';
 import type { KnowledgeBase } from './runtime.js';
 import { KbParseError } from './types.js';
 import type { KbDocumentType } from './types.js';
@@ -40,7 +39,8 @@ interface DocumentRow {
 }
 
 /**
- * Indexes one document: fetch the stored file, parse it in a worker, chunk, embed in
+ * Indexes one document: fetch the stored file (streamed to a temporary file from S3), parse
+ * and chunk it in a worker (neither runs on the event loop), embed in
  * batches with the configured embedder, and replace the document's chunks in one
  * transaction (which sets `indexed`). Progress: fetched 5, parsed 15, chunked 20, then
  * 20→95 by embedding batches, 100 when written. A parse error (corrupt, encrypted, empty,
@@ -95,21 +95,19 @@ export class KbIndexingJob {
       path = store.pathOf(doc.storage_key);
       if (!(await store.exists(doc.storage_key))) return this.missingFile(id);
     } else {
-      const bytes = await store.get(doc.storage_key);
-      if (!bytes) return this.missingFile(id);
       temp = join(this.kb.tempDir, `index-${randomBytes(12).toString('hex')}`);
-      await writeFile(temp, bytes);
       path = temp;
     }
-    let parsed;
+    let chunks;
     try {
+      if (temp && !(await store.getToFile(doc.storage_key, temp))) return this.missingFile(id);
       if (!(await this.progress(id, KB_PROGRESS.fetched))) return;
-      parsed = await parseInWorker(doc.document_type, path, { pool: this.kb.parser, signal });
+      ({ chunks } = await parseAndChunkInWorker(doc.document_type, path, { pool: this.kb.parser, signal }));
     } finally {
       if (temp) await rm(temp, { force: true });
     }
+    // Parsed and chunked come back together from the worker; both milestones are kept for the status API.
     if (!(await this.progress(id, KB_PROGRESS.parsed))) return;
-    const chunks = chunkSections(parsed.sections);
     if (chunks.length === 0) throw new KbParseError('empty', 'The document has no text to index.');
     if (!(await this.progress(id, KB_PROGRESS.chunked))) return;
 

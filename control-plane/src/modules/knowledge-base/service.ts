@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { AppError, SUBJECTS, isId, newId } from '@vap/shared';
@@ -125,8 +124,8 @@ export class KnowledgeBaseService {
       const metadata = parseMetadata(up.fields.metadata);
       const id = newId('kb');
       const storageKey = `knowledge-base/${p.tenantId}/${id}/${safeFilename(up.filename)}`;
-      // The store takes whole objects; the file is at most 50 MB and read once here.
-      await this.kb.store.put(storageKey, await readFile(up.tempPath), detected.mimeType);
+      // Streamed from the temporary file into the store: the upload is never in memory whole.
+      await this.kb.store.putFile(storageKey, up.tempPath, detected.mimeType);
       let uploadedAt: Date;
       let changedAgents: string[];
       try {

@@ -1,20 +1,34 @@
 import { Worker } from 'node:worker_threads';
-import { KbParseError, type KbDocumentType, type KbParseErrorCode, type ParsedDocument } from '../types.js';
+import { chunkSections, type ChunkOptions } from '../chunking/chunker.js';
+import { KbParseError, type KbChunk, type KbDocumentType, type KbParseErrorCode, type ParsedDocument } from '../types.js';
 
-/** @internal A parse posted to a worker. */
+/** A document parsed and chunked in a worker: what indexing needs, without the sections' text. */
+export interface ChunkedDocument {
+  type: KbDocumentType;
+  /** Pages (PDF) or sheets (XLSX) seen; null for other formats. */
+  pageCount: number | null;
+  /** `chunkSections(sections, chunking)`, in order (empty when the sections held no text). */
+  chunks: KbChunk[];
+}
+
+/** @internal A parse posted to a worker; with `chunk`, the worker also chunks and answers a {@link ChunkedDocument}. */
 export interface ParseJob {
   id: number;
   type: KbDocumentType;
   filePath: string;
+  chunk?: ChunkOptions;
 }
 
 /** @internal A worker's answer. `detail` is the library's own message, for logs only. */
 export type ParseJobResult =
   | { id: number; ok: true; document: ParsedDocument }
+  | { id: number; ok: true; chunked: ChunkedDocument }
   | { id: number; ok: false; code: KbParseErrorCode; message: string; detail: string };
 
 /** Default wall-clock limit of one parse, from its dispatch to a worker (worker start included). */
 export const DEFAULT_PARSE_TIMEOUT_MS = 120_000;
+/** Default wall-clock limit of a parse and its chunking (chunking costs about 1-2 s per MB of text). */
+export const DEFAULT_PARSE_AND_CHUNK_TIMEOUT_MS = 300_000;
 /** Default V8 old-generation limit of a parse worker: room for a 50 MB upload's text several times over. */
 export const DEFAULT_PARSE_MEMORY_MB = 768;
 
@@ -41,9 +55,10 @@ export interface ParseOptions {
 interface Pending {
   type: KbDocumentType;
   filePath: string;
+  chunk: ChunkOptions | undefined;
   timeoutMs: number;
   signal: AbortSignal | undefined;
-  resolve: (doc: ParsedDocument) => void;
+  resolve: (doc: ParsedDocument | ChunkedDocument) => void;
   reject: (err: unknown) => void;
   onAbort: () => void;
 }
@@ -91,19 +106,39 @@ export class KbParserPool {
    * @throws KbParseError `corrupt`, `encrypted`, `empty` (from the parser), `timeout`, `too_complex`.
    */
   parse(type: KbDocumentType, filePath: string, opts: ParseOptions = {}): Promise<ParsedDocument> {
+    return this.submit(type, filePath, undefined, opts.timeoutMs ?? DEFAULT_PARSE_TIMEOUT_MS, opts.signal) as Promise<ParsedDocument>;
+  }
+
+  /**
+   * Parses one file and chunks its sections (`chunkSections` with `chunking`) in a worker, so
+   * neither blocks the event loop; only the chunks come back. The time limit covers both
+   * (default {@link DEFAULT_PARSE_AND_CHUNK_TIMEOUT_MS}).
+   * @throws KbParseError as {@link parse}; RangeError for invalid chunking options.
+   */
+  parseAndChunk(type: KbDocumentType, filePath: string, opts: ParseOptions & { chunking?: ChunkOptions } = {}): Promise<ChunkedDocument> {
+    try {
+      chunkSections([], opts.chunking); // checks the options here: a RangeError, not a "could not be read" from the worker
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.submit(type, filePath, opts.chunking ?? {}, opts.timeoutMs ?? DEFAULT_PARSE_AND_CHUNK_TIMEOUT_MS, opts.signal) as Promise<ChunkedDocument>;
+  }
+
+  private submit(type: KbDocumentType, filePath: string, chunk: ChunkOptions | undefined, timeoutMs: number, signal: AbortSignal | undefined): Promise<ParsedDocument | ChunkedDocument> {
     if (this.closed) return Promise.reject(new Error('the parser pool is closed'));
-    if (opts.signal?.aborted) return Promise.reject(opts.signal.reason);
-    return new Promise<ParsedDocument>((resolve, reject) => {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<ParsedDocument | ChunkedDocument>((resolve, reject) => {
       const pending: Pending = {
         type,
         filePath,
-        timeoutMs: opts.timeoutMs ?? DEFAULT_PARSE_TIMEOUT_MS,
-        signal: opts.signal,
+        chunk,
+        timeoutMs,
+        signal,
         resolve,
         reject,
         onAbort: () => this.abort(pending),
       };
-      opts.signal?.addEventListener('abort', pending.onAbort, { once: true });
+      signal?.addEventListener('abort', pending.onAbort, { once: true });
       this.queue.push(pending);
       this.dispatch();
     });
@@ -140,7 +175,7 @@ export class KbParserPool {
       if (slot.idleTimer) clearTimeout(slot.idleTimer);
       slot.idleTimer = null;
       slot.worker.ref();
-      const message: ParseJob = { id, type: pending.type, filePath: pending.filePath };
+      const message: ParseJob = { id, type: pending.type, filePath: pending.filePath, ...(pending.chunk ? { chunk: pending.chunk } : {}) };
       slot.worker.postMessage(message);
     }
   }
@@ -157,7 +192,7 @@ export class KbParserPool {
       if (!job || job.id !== result.id) return;
       slot.job = null;
       slot.parses++;
-      if (result.ok) this.finish(job, () => job.resolve(result.document));
+      if (result.ok) this.finish(job, () => job.resolve('chunked' in result ? result.chunked : result.document));
       else this.finish(job, () => job.reject(withCause(new KbParseError(result.code, result.message), result.detail)));
       if (slot.parses >= (this.opts.maxParsesPerWorker ?? 50)) this.retire(slot);
       else this.idle(slot);
