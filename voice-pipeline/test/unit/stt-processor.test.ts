@@ -17,15 +17,15 @@ async function opened(stt: FakeStt, sendChunkMs?: number) {
 }
 
 describe('SttProcessor sends caller audio in chunks', () => {
-  it('sends two 20 ms frames per chunk by default, in order and whole', async () => {
+  it('sends five 20 ms frames per chunk by default, in order and whole', async () => {
     const stt = new FakeStt();
     const { h, stream, proc } = await opened(stt);
-    for (let i = 1; i <= 5; i++) h.down(frame(i, i * 20));
-    expect(stream.sent.map((c) => c.length)).toEqual([320, 320]);
-    expect([...stream.sent[0]!.slice(0, 1), ...stream.sent[0]!.slice(160, 161), ...stream.sent[1]!.slice(0, 1), ...stream.sent[1]!.slice(160, 161)]).toEqual([1, 2, 3, 4]);
-    expect(proc.audioMs).toBe(80);
+    for (let i = 1; i <= 12; i++) h.down(frame(i, i * 20));
+    expect(stream.sent.map((c) => c.length)).toEqual([800, 800]);
+    expect(stream.sent.flatMap((c) => [0, 1, 2, 3, 4].map((k) => c[k * 160]))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(proc.audioMs).toBe(200);
     // Frames still travel down unchanged (the turn detector needs every one at once).
-    expect(h.downOf('audio.in')).toHaveLength(5);
+    expect(h.downOf('audio.in')).toHaveLength(12);
   });
 
   it('finalize sends the held frame before asking the provider to finalise', async () => {
@@ -53,13 +53,16 @@ describe('SttProcessor sends caller audio in chunks', () => {
   it('held audio is not lost when the stream drops: it is replayed to the next stream', async () => {
     const stt = new FakeStt();
     const { h, stream } = await opened(stt);
-    h.down(frame(1, 20), frame(2, 40), frame(3, 60));
+    for (let i = 1; i <= 7; i++) h.down(frame(i, i * 20));
     expect(stream.sent).toHaveLength(1);
     // The provider's stream ends unexpectedly: the processor reconnects (first retry after 200 ms).
     stream.channel.end();
     await new Promise((r) => setTimeout(r, 260));
     const next = stt.streams[1];
     expect(next).toBeDefined();
-    expect(next!.sent.map((c) => c[0])).toEqual([3]);
+    expect(next!.sent.map((c) => [c.length, c[0]])).toEqual([
+      [160, 6],
+      [160, 7],
+    ]);
   });
 });
