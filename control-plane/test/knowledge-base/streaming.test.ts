@@ -5,7 +5,7 @@
  * while the event loop stays responsive (chunking on the main thread blocks it for seconds).
  */
 import { randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,7 +16,8 @@ import { runInNewContext } from 'node:vm';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InProcessBus, LocalObjectStore } from '@vap/shared';
+import { InProcessBus, LocalObjectStore, S3ObjectStore } from '@vap/shared';
+import { startS3rver } from '../../../shared/test/start-s3rver.js';
 import { buildApp } from '../../src/app.js';
 import type { Database } from '../../src/db/database.js';
 import { JobRunner } from '../../src/modules/jobs/job-runner.js';
@@ -209,5 +210,49 @@ describe('indexing a large document keeps the event loop responsive', () => {
     // ~6 MB at ~512 tokens (about 2 KB of this text) a chunk.
     expect(n).toBeGreaterThan(1500);
     expect(seen.chunkCount).toBe(n);
+  }, 300_000);
+});
+
+describe('with an S3 store', () => {
+  it('streams the upload into the bucket and the file back out for indexing, leaving no temporary file', async () => {
+    const s3 = await startS3rver();
+    const s3Store = new S3ObjectStore(s3.config);
+    const s3Dir = mkdtempSync(path.join(tmpdir(), 'kb-stream-s3-'));
+    const config = testConfig({ DATABASE_URL: iso.url, DATA_DIR: s3Dir });
+    const s3Kb = await createKnowledgeBase({ pool: database.pool, store: s3Store, embedding: config.knowledgeBase.embedding, dataDir: s3Dir, embedder: new LocalEmbedder() });
+    const s3App = await buildApp(config, { database, bus: new InProcessBus(), secrets: new SecretBox(TEST_SECRET_KEY), logger: log, recordings: s3Store, knowledgeBase: s3Kb });
+    const runner = new JobRunner({ pool: database.pool, log, concurrency: 1, pollIntervalMs: 100, retryDelaysMs: [100] });
+    runner.register(KB_INDEX_JOB, new KbIndexingJob({ pool: database.pool, kb: s3Kb, log }).handle);
+    const savedBase = base;
+    try {
+      base = new URL(await s3App.listen({ host: '127.0.0.1', port: 0 }));
+      const file = path.join(s3Dir, 'parts.txt');
+      const size = await writeTextFile(file, 3 * 1024 * 1024);
+      const res = await streamUpload(A.key, file, 'parts.txt');
+      expect(res.status, JSON.stringify(res.json)).toBe(202);
+      const id = res.json.id as string;
+      const key = (await database.pool.query<{ storage_key: string }>('select storage_key from kb_documents where id = $1', [id])).rows[0]!.storage_key;
+      expect((await s3Store.get(key))?.byteLength).toBe(size);
+      await runner.start();
+      let seen: Record<string, unknown>;
+      const until = Date.now() + 180_000;
+      for (;;) {
+        seen = await status(id);
+        if (seen.status !== 'processing') break;
+        if (Date.now() > until) throw new Error(`still indexing: ${JSON.stringify(seen)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(seen).toMatchObject({ status: 'indexed', progress: 100, error: null });
+      expect(seen.chunkCount as number).toBeGreaterThan(700);
+      expect(readdirSync(s3Kb.tempDir)).toEqual([]);
+    } finally {
+      base = savedBase;
+      await runner.stop();
+      await s3App.close();
+      await s3Kb.close();
+      await s3Store.close();
+      await s3.close();
+      rmSync(s3Dir, { recursive: true, force: true });
+    }
   }, 300_000);
 });
