@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK } from 'jose';
 import type { CryptoKey, JWK } from 'jose';
 import type pg from 'pg';
+import { inPgTransaction } from '../../db/pg-transaction.js';
 import type { SecretBox } from '../../secret-box.js';
 
 /** The JWT signature algorithm of access tokens. */
@@ -99,23 +100,16 @@ export class JwtKeys {
    * verifying until they expire. Returns the new kid.
    */
   async rotate(): Promise<string> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('begin');
+    const created = await inPgTransaction(this.pool, async (client) => {
       await client.query('select pg_advisory_xact_lock($1)', [SIGNING_KEY_LOCK_ID]);
       const nowDate = new Date(this.now());
-      const created = await this.createKey(client, nowDate);
-      await client.query('update signing_keys set retired_at = $1 where retired_at is null and kid <> $2', [nowDate, created.kid]);
-      await client.query('commit');
-      this.active = { key: created, loadedAtMs: this.now() };
-      this.publicKeys.clear();
-      return created.kid;
-    } catch (err) {
-      await client.query('rollback').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+      const key = await this.createKey(client, nowDate);
+      await client.query('update signing_keys set retired_at = $1 where retired_at is null and kid <> $2', [nowDate, key.kid]);
+      return key;
+    });
+    this.active = { key: created, loadedAtMs: this.now() };
+    this.publicKeys.clear();
+    return created.kid;
   }
 
   /** The public keys that may verify a live token (active and recently retired), as a JWK set. */
@@ -133,19 +127,11 @@ export class JwtKeys {
       key = await this.openPrivate(found.rows[0]);
     } else {
       // First use: one replica creates the key; the others wait on the lock and then read it.
-      const client = await this.pool.connect();
-      try {
-        await client.query('begin');
+      key = await inPgTransaction(this.pool, async (client) => {
         await client.query('select pg_advisory_xact_lock($1)', [SIGNING_KEY_LOCK_ID]);
         const again = await client.query<KeyRow>('select kid, public_jwk, private_jwk_sealed, retired_at from signing_keys where retired_at is null order by created_at desc limit 1');
-        key = again.rows[0] ? await this.openPrivate(again.rows[0]) : await this.createKey(client, new Date(this.now()));
-        await client.query('commit');
-      } catch (err) {
-        await client.query('rollback').catch(() => undefined);
-        throw err;
-      } finally {
-        client.release();
-      }
+        return again.rows[0] ? await this.openPrivate(again.rows[0]) : await this.createKey(client, new Date(this.now()));
+      });
     }
     this.active = { key, loadedAtMs: this.now() };
     return key;

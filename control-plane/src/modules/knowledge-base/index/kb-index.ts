@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { kbTsvectorExpression } from '../../../db/schema/knowledge-base.js';
+import { inPgTransaction } from '../../../db/pg-transaction.js';
 import type { KbChunk } from '../types.js';
 import { FallbackVectorCache, normalised } from './fallback-vector-cache.js';
 import type { CachedDocumentRef } from './fallback-vector-cache.js';
@@ -110,18 +111,14 @@ export class KbIndex {
     if (vectors.length > 0) await this.ensureModel(model, dims);
 
     const chunkIds = chunks.map(() => randomUUID());
-    const client = await this.pool.connect();
-    let tenantId: string;
-    let version: string;
-    try {
-      await client.query('begin');
+    const { tenantId, version } = await inPgTransaction(this.pool, async (client) => {
       const doc = await client.query<{ tenant_id: string; metadata: Record<string, string> }>(
         'select tenant_id, metadata from kb_documents where id = $1 for update',
         [documentId],
       );
       const row = doc.rows[0];
       if (!row) throw new KbIndexError('document_not_found', `document ${documentId} does not exist`);
-      tenantId = row.tenant_id;
+      const tenantId = row.tenant_id;
       await lockTenantStats(client, tenantId);
       await client.query(DECREMENT_TERM_STATS, [documentId, tenantId]);
       await client.query('delete from kb_chunks where document_id = $1', [documentId]);
@@ -158,14 +155,8 @@ export class KbIndex {
          where id = $1 returning ${VERSION_SQL} as version`,
         [documentId, model, chunks.length],
       );
-      version = updated.rows[0]!.version;
-      await client.query('commit');
-    } catch (err) {
-      await client.query('rollback').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+      return { tenantId, version: updated.rows[0]!.version };
+    });
     if (this.vectorSupport.kind === 'fallback') {
       this.cache.forget(tenantId, documentId);
       this.cache.put(tenantId, model, documentId, version, chunkIds, vectors);
@@ -175,21 +166,17 @@ export class KbIndex {
 
   /** Deletes a document with its chunks, vectors and agent assignments; false when the tenant has no such document. */
   async deleteDocument(tenantId: string, documentId: string): Promise<boolean> {
-    const client = await this.pool.connect();
-    let deleted: boolean;
-    try {
-      await client.query('begin');
-      await lockTenantStats(client, tenantId);
-      await client.query(DECREMENT_TERM_STATS, [documentId, tenantId]);
-      const r = await client.query('delete from kb_documents where id = $1 and tenant_id = $2', [documentId, tenantId]);
-      deleted = (r.rowCount ?? 0) > 0;
-      await client.query(deleted ? 'commit' : 'rollback');
-    } catch (err) {
-      await client.query('rollback').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    const deleted = await inPgTransaction(
+      this.pool,
+      async (client) => {
+        await lockTenantStats(client, tenantId);
+        await client.query(DECREMENT_TERM_STATS, [documentId, tenantId]);
+        const r = await client.query('delete from kb_documents where id = $1 and tenant_id = $2', [documentId, tenantId]);
+        return (r.rowCount ?? 0) > 0;
+      },
+      // Nothing of the tenant's was deleted: the term counts must not move either.
+      (wasDeleted) => wasDeleted,
+    );
     this.cache.forget(tenantId, documentId);
     return deleted;
   }
@@ -283,28 +270,22 @@ export class KbIndex {
     query: Float32Array,
     limit: number,
   ): Promise<Candidate[]> {
-    if (this.vectorSupport.kind === 'fallback') {
+    const support = this.vectorSupport;
+    if (support.kind === 'fallback') {
       return this.cache.topK(this.pool, { tenantId: params.tenantId, model: params.model, dims }, indexed, searchIn, query, limit);
     }
-    const client = await this.pool.connect();
-    try {
-      await client.query('begin');
+    // set_config(…, true) lasts for the transaction: the HNSW settings apply to this query only.
+    return inPgTransaction(this.pool, async (client) => {
       await client.query(`select set_config('hnsw.ef_search', $1, true)`, [String(Math.min(1000, Math.max(40, limit)))]);
-      if (this.vectorSupport.iterativeScan) await client.query(`select set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
+      if (support.iterativeScan) await client.query(`select set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
       const r = await client.query<{ id: string; document_id: string; similarity: number }>(nearestChunksSql(params.model, dims), [
         vectorLiteral(query),
         params.tenantId,
         docIds,
         limit,
       ]);
-      await client.query('commit');
       return r.rows.map((row) => ({ chunkId: row.id, documentId: row.document_id, similarity: Number(row.similarity) }));
-    } catch (err) {
-      await client.query('rollback').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /** The best chunks by weighted term share among those holding at least one selective (not common) term. */
