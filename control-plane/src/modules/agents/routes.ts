@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { problemResponses } from '../../http/problem.js';
+import { trustedSerializerCompiler } from '../../http/fast-serializer.js';
 import { pageSchema } from '../../http/pagination.js';
 import { principalOf } from '../auth/access-control.js';
 import type { AgentService } from './service.js';
@@ -25,6 +26,9 @@ const ACTION = { scope: 'agents:write', idempotent: true } as const;
 
 /** The Agents section of the spec (stats, test and export/import come with later issues). */
 export const agentRoutes: FastifyPluginAsync<{ service: AgentService }> = async (app, { service }) => {
+  // Bodies are built from stored configurations that passed the agent schema on write:
+  // shaped (defaults, key order) and stringified without re-validating (this plugin only).
+  app.setSerializerCompiler(trustedSerializerCompiler);
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.post('/agents', {
