@@ -74,6 +74,96 @@ function wellFormedInboundMedia(value: Record<string, unknown>): TwilioInbound |
   return value as TwilioInbound;
 }
 
+/** What the gateway reads from an inbound `media` message. */
+export interface InboundMediaFields {
+  streamSid: string;
+  track: string;
+  payload: string;
+}
+
+/** Characters that make a JSON text need the full parser: escapes, and raw control characters (invalid JSON). */
+// eslint-disable-next-line no-control-regex -- matching raw control characters is the point: JSON.parse rejects them
+const NEEDS_PARSER = /[\u0000-\u001f\\]/;
+const MEDIA_PREFIX = '{"event":"media",';
+const QUOTE = 0x22;
+const COLON = 0x3a;
+const COMMA = 0x2c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+
+const keyIs = (text: string, start: number, end: number, name: string): boolean => end - start === name.length && text.startsWith(name, start);
+
+/**
+ * The inbound hot path without `JSON.parse`: a `media` message in the compact layout
+ * Twilio sends (`{"event":"media",` first, no whitespace, every value a string without
+ * escapes except the `media` object, whose values are such strings too) gives the three
+ * fields the gateway reads, by `indexOf` over the text. Anything else, including a
+ * duplicate known key, returns `null`, and the caller uses {@link parseTwilioMessage}.
+ * Where it answers, it equals that parse (tests: twilio-serializer-fast.test.ts).
+ */
+export function scanInboundMedia(text: string): InboundMediaFields | null {
+  if (!text.startsWith(MEDIA_PREFIX) || NEEDS_PARSER.test(text)) return null;
+  let streamSid: string | undefined;
+  let payload: string | undefined;
+  let track: string | undefined;
+  let seen = 0; // bits: 1 sequenceNumber, 2 streamSid, 4 media, 8 track, 16 chunk, 32 timestamp, 64 payload
+  let nested = false;
+  let i = MEDIA_PREFIX.length;
+  for (;;) {
+    if (text.charCodeAt(i) !== QUOTE) return null;
+    const keyEnd = text.indexOf('"', i + 1);
+    if (keyEnd < 0 || text.charCodeAt(keyEnd + 1) !== COLON) return null;
+    const keyStart = i + 1;
+    let v = keyEnd + 2;
+    if (!nested && keyIs(text, keyStart, keyEnd, 'media')) {
+      if (seen & 4 || text.charCodeAt(v) !== OPEN_BRACE) return null;
+      seen |= 4;
+      nested = true;
+      i = v + 1;
+      continue;
+    }
+    if (text.charCodeAt(v) !== QUOTE) return null;
+    const valueEnd = text.indexOf('"', v + 1);
+    if (valueEnd < 0) return null;
+    v++;
+    let bit = 0;
+    if (nested) {
+      if (keyIs(text, keyStart, keyEnd, 'payload')) {
+        bit = 64;
+        payload = text.slice(v, valueEnd);
+      } else if (keyIs(text, keyStart, keyEnd, 'track')) {
+        bit = 8;
+        track = text.slice(v, valueEnd);
+      } else if (keyIs(text, keyStart, keyEnd, 'chunk')) bit = 16;
+      else if (keyIs(text, keyStart, keyEnd, 'timestamp')) bit = 32;
+    } else if (keyIs(text, keyStart, keyEnd, 'streamSid')) {
+      bit = 2;
+      streamSid = text.slice(v, valueEnd);
+    } else if (keyIs(text, keyStart, keyEnd, 'sequenceNumber')) bit = 1;
+    else if (keyIs(text, keyStart, keyEnd, 'event')) return null;
+    if (seen & bit) return null;
+    seen |= bit;
+    i = valueEnd + 1;
+    let c = text.charCodeAt(i);
+    if (c === COMMA) {
+      i++;
+      continue;
+    }
+    if (c !== CLOSE_BRACE) return null;
+    if (nested) {
+      nested = false;
+      c = text.charCodeAt(++i);
+      if (c === COMMA) {
+        i++;
+        continue;
+      }
+      if (c !== CLOSE_BRACE) return null;
+    }
+    if (i !== text.length - 1 || streamSid === undefined || payload === undefined) return null;
+    return { streamSid, track: track ?? 'inbound', payload };
+  }
+}
+
 /** base64 μ-law bytes of a `media.payload`. Lenient like Node's decoder: junk characters are skipped. */
 export function decodeMediaPayload(payload: string): Uint8Array {
   const buf = Buffer.from(payload, 'base64');
