@@ -37,11 +37,7 @@ export class LocalObjectStore implements ObjectStore {
   }
 
   async put(key: string, body: Uint8Array, _contentType: string): Promise<void> {
-    const path = this.pathOf(key);
-    const dir = dirname(path);
-    await mkdir(dir, { recursive: true });
-    const tmp = join(dir, `.${randomBytes(8).toString('hex')}.tmp`);
-    try {
+    await this.writeAtomically(key, async (tmp) => {
       const file = await open(tmp, 'wx', 0o640);
       try {
         await file.writeFile(body);
@@ -49,21 +45,12 @@ export class LocalObjectStore implements ObjectStore {
       } finally {
         await file.close();
       }
-      await rename(tmp, path);
-    } catch (err) {
-      await unlink(tmp).catch(() => undefined);
-      throw err;
-    }
-    await syncDirectory(dir);
+    });
   }
 
-  /** Copies `filePath` through fs streams into a temporary file beside the object, fsyncs it and renames it into place. */
+  /** Copies `filePath` through fs streams into place (never whole in memory), atomically like {@link put}. */
   async putFile(key: string, filePath: string, _contentType: string): Promise<void> {
-    const path = this.pathOf(key);
-    const dir = dirname(path);
-    await mkdir(dir, { recursive: true });
-    const tmp = join(dir, `.${randomBytes(8).toString('hex')}.tmp`);
-    try {
+    await this.writeAtomically(key, async (tmp) => {
       await pipeline(createReadStream(filePath), createWriteStream(tmp, { flags: 'wx', mode: 0o640 }));
       // fsync applies to the file, whichever descriptor asks.
       const file = await open(tmp, 'r+');
@@ -72,6 +59,17 @@ export class LocalObjectStore implements ObjectStore {
       } finally {
         await file.close();
       }
+    });
+  }
+
+  /** `write` fills (and fsyncs) a new temporary file beside the object, which is then renamed over it; the directory is fsynced. */
+  private async writeAtomically(key: string, write: (tmp: string) => Promise<void>): Promise<void> {
+    const path = this.pathOf(key);
+    const dir = dirname(path);
+    await mkdir(dir, { recursive: true });
+    const tmp = join(dir, `.${randomBytes(8).toString('hex')}.tmp`);
+    try {
+      await write(tmp);
       await rename(tmp, path);
     } catch (err) {
       await unlink(tmp).catch(() => undefined);
