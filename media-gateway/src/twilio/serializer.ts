@@ -181,8 +181,16 @@ export function isSupportedMediaFormat(format: TwilioMediaFormat): boolean {
 
 /** `media` to play to the caller: raw μ-law 8 kHz mono, no file header (§2.2). */
 export function mediaMessage(streamSid: string, mulaw: Uint8Array): string {
-  // Built by concatenation: 50 a second per call, and base64 needs no JSON escaping.
-  return `{"event":"media","streamSid":${JSON.stringify(streamSid)},"media":{"payload":"${toBase64(mulaw)}"}}`;
+  return mediaMessageWriter(streamSid)(mulaw);
+}
+
+/**
+ * {@link mediaMessage} for one stream, its fixed part built once: 50 frames a second per
+ * call, and base64 needs no JSON escaping.
+ */
+export function mediaMessageWriter(streamSid: string): (mulaw: Uint8Array) => string {
+  const head = `{"event":"media","streamSid":${JSON.stringify(streamSid)},"media":{"payload":"`;
+  return (mulaw) => head + toBase64(mulaw) + '"}}';
 }
 
 /** `mark` placed in Twilio's playback queue; echoed back once the audio before it played. */

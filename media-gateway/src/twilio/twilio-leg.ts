@@ -7,7 +7,7 @@ import { WebSocket } from 'ws';
 import type { RawData } from 'ws';
 import type { CallLeg } from '../call-leg.js';
 import type { OutboundPacer, PacedStream, PacedStreamStats } from './pacer.js';
-import { clearMessage, decodeMediaPayload, markMessage, mediaMessage, parseTwilioMessage, scanInboundMedia } from './serializer.js';
+import { clearMessage, decodeMediaPayload, markMessage, mediaMessageWriter, parseTwilioMessage, scanInboundMedia } from './serializer.js';
 import type { RejectReason } from './serializer.js';
 import { TaggedCounter } from './tagged-counter.js';
 import type { TwilioInbound, TwilioStart } from './wire.js';
@@ -87,11 +87,19 @@ export class TwilioLeg implements CallLeg {
     this.parameters = Object.freeze({ ...s.customParameters });
     this.tracks = Object.freeze([...s.tracks]);
     this.log = opts.logger.child({ provider: 'twilio', callSid: this.callSid, streamSid: this.streamSid });
+    const mediaMessage = mediaMessageWriter(this.streamSid);
     this.stream = opts.pacer.register({
       sendFrame: (frame) => {
-        if (!this.send(mediaMessage(this.streamSid, frame))) return;
+        if (!this.send(mediaMessage(frame))) return;
+        if (this.sentListeners.length === 0) return;
         const at = performance.now();
-        for (const l of this.sentListeners) this.call((f: Uint8Array) => l(f, at), frame);
+        for (const l of this.sentListeners) {
+          try {
+            l(frame, at);
+          } catch (err) {
+            this.log.error({ err }, 'call leg listener threw');
+          }
+        }
       },
       sendMark: (name) => {
         bump(this.outstanding, name);
