@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, ilike, sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
+import type pg from 'pg';
 import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -12,6 +13,44 @@ import { syncAgentKnowledgeBase } from '../knowledge-base/assignments.js';
 import type { ListAgentsQuery } from './schemas.js';
 
 export type AgentRow = typeof agents.$inferSelect;
+
+/**
+ * GET by id, the hottest read, as plain SQL: one named (server-prepared) statement per
+ * connection and the row mapped by hand, skipping drizzle's per-call query plumbing and
+ * per-column mapping. Must list the same columns as `agents` (a test compares it with drizzle).
+ */
+const FIND_BY_ID_SQL =
+  'select id, tenant_id, name, status, version, published_version, tags, config, llm_api_key_encrypted, created_at, updated_at from agents where tenant_id = $1 and id = $2';
+
+interface AgentSqlRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  status: AgentRow['status'];
+  version: number;
+  published_version: number | null;
+  tags: string[];
+  config: Record<string, unknown>;
+  llm_api_key_encrypted: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function fromSql(r: AgentSqlRow): AgentRow {
+  return {
+    id: r.id,
+    tenantId: r.tenant_id,
+    name: r.name,
+    status: r.status,
+    version: r.version,
+    publishedVersion: r.published_version,
+    tags: r.tags,
+    config: r.config,
+    llmApiKeyEncrypted: r.llm_api_key_encrypted,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
 export type AgentVersionRow = typeof agentVersions.$inferSelect;
 
 /** What a write stores: the configuration (without the secret) and the sealed secret. */
@@ -54,15 +93,11 @@ function knowledgeBaseIdsOf(write: AgentWrite): string[] {
 
 /** Every query is scoped by tenant: another tenant's agent is indistinguishable from a missing one. */
 export class AgentRepository {
-  /** GET by id is the hottest read: built once, sent as a named (server-prepared) statement. */
-  private readonly findById;
+  /** The pool behind `db` (drizzle's node-postgres driver exposes it as `$client`). */
+  private readonly pool: pg.Pool;
 
   constructor(private readonly db: Db) {
-    this.findById = db
-      .select()
-      .from(agents)
-      .where(and(eq(agents.tenantId, sql.placeholder('tenantId')), eq(agents.id, sql.placeholder('id'))))
-      .prepare('agents_find_by_id');
+    this.pool = (db as Db & { $client: pg.Pool }).$client;
   }
 
   async insert(tenantId: string, id: string, status: AgentStatus, write: AgentWrite, version: NewVersion): Promise<AgentRow> {
@@ -83,8 +118,8 @@ export class AgentRepository {
   }
 
   async find(tenantId: string, id: string): Promise<AgentRow | undefined> {
-    const [row] = await this.findById.execute({ tenantId, id });
-    return row;
+    const { rows } = await this.pool.query<AgentSqlRow>({ name: 'agents_by_id', text: FIND_BY_ID_SQL, values: [tenantId, id] });
+    return rows[0] && fromSql(rows[0]);
   }
 
   async list(tenantId: string, q: ListAgentsQuery): Promise<{ rows: AgentRow[]; total: number }> {
