@@ -15,11 +15,10 @@ import type { AgentConfig, Bus, BusSubscription } from '@vap/shared';
 import { loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
 import type { MediaGateway } from '@vap/media-gateway';
 import { GREET } from './call-script.js';
-import type { ServerMessage, ServerStart, ToServer } from './ipc.js';
-import { ProcessSampler } from './process-sampler.js';
+import type { ServerStart } from './ipc.js';
 import { TWILIO_STREAM_PATH } from './relay-server.js';
-
-const send = (m: ServerMessage) => process.send!(m);
+import { runBenchServer, sendToParent as send } from './server-lifecycle.js';
+import type { BenchServer } from './server-lifecycle.js';
 
 /** The Harbour Bistro host on the sandbox providers, default interruption settings (medium), no recording. */
 export function benchAgent(): AgentConfig {
@@ -45,7 +44,7 @@ function standInControlPlane(bus: Bus, agentId: string, config: AgentConfig, con
   });
 }
 
-async function start(opts: ServerStart): Promise<void> {
+async function start(opts: ServerStart): Promise<BenchServer> {
   const p = opts.providers;
   if (!p) throw new Error('the gateway needs the simulators\' addresses');
   const dataDir = mkdtempSync(join(tmpdir(), 'vap-bench-gw-'));
@@ -75,34 +74,16 @@ async function start(opts: ServerStart): Promise<void> {
     }),
   ];
   const gateway: MediaGateway = await startMediaGateway(config, { bus, logger: pino({ level: 'silent' }) });
-  const sampler = new ProcessSampler({ intervalMs: opts.sampleIntervalMs, activeCalls: () => gateway.sessions?.activeCalls ?? 0, onSample: (sample) => send({ kind: 'sample', sample }) });
-
-  let closing = false;
-  const close = async (report: boolean) => {
-    if (closing) return;
-    closing = true;
-    const lastSample = sampler.sample();
-    const steadyLoopDelay = sampler.windowDelay();
-    sampler.stop();
-    await gateway.close();
-    await Promise.all(subs.map((s) => s.close()));
-    await bus.close();
-    rmSync(dataDir, { recursive: true, force: true });
-    if (report && process.connected) process.send!({ kind: 'stopped', steadyLoopDelay, lastSample } satisfies ServerMessage, () => process.exit(0));
-    else process.exit(0);
+  return {
+    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId },
+    activeCalls: () => gateway.sessions?.activeCalls ?? 0,
+    close: async () => {
+      await gateway.close();
+      await Promise.all(subs.map((s) => s.close()));
+      await bus.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
   };
-  process.on('message', (m: ToServer) => {
-    if (m.kind === 'window') sampler.window(m.fromAt, m.toAt);
-    else if (m.kind === 'stop') void close(true);
-  });
-  process.once('SIGTERM', () => void close(false));
-  process.once('disconnect', () => void close(false));
-  send({ kind: 'ready', streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId });
 }
 
-process.once('message', (m: ServerStart) => {
-  start(m).catch((err: unknown) => {
-    send({ kind: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-    process.exit(1);
-  });
-});
+runBenchServer(start);
