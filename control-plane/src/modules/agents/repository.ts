@@ -36,6 +36,40 @@ interface AgentSqlRow {
   updated_at: Date;
 }
 
+const AGENT_COLUMNS = 'id, tenant_id, name, status, version, published_version, tags, config, llm_api_key_encrypted, created_at, updated_at';
+
+/**
+ * Create without knowledge-base documents in one statement (one round trip, its own
+ * transaction): the agent and its version-1 record; a new agent has no assignments to clear.
+ */
+const INSERT_SQL = `with a as (
+  insert into agents (id, tenant_id, name, status, version, published_version, tags, config, llm_api_key_encrypted)
+  values ($1, $2, $3, $4, 1, null, $5::text[], $6::jsonb, $7) returning ${AGENT_COLUMNS}
+), v as (
+  insert into agent_versions (agent_id, tenant_id, version, snapshot, changed_fields, changes_summary, created_by)
+  select a.id, a.tenant_id, 1, $6::jsonb, $8::text[], $9, $10 from a
+)
+select * from a`;
+
+/**
+ * An update that leaves no knowledge-base documents, in one statement: the agent at the
+ * version it was read at (else no row: someone else wrote in between and the caller retries),
+ * its version record, and the removal of its document assignments.
+ */
+const UPDATE_SQL = `with u as (
+  update agents set name = $3, tags = $4::text[], config = $5::jsonb, llm_api_key_encrypted = $6, version = $7 + 1, updated_at = now()
+   where tenant_id = $1 and id = $2 and version = $7 returning ${AGENT_COLUMNS}
+), v as (
+  insert into agent_versions (agent_id, tenant_id, version, snapshot, changed_fields, changes_summary, created_by)
+  select u.id, u.tenant_id, u.version, $5::jsonb, $8::text[], $9, $10 from u
+), k as (
+  delete from kb_document_agents where agent_id = $2 and exists (select 1 from u)
+)
+select * from u`;
+
+/** Optimistic single-statement updates retried this many times before taking the row lock. */
+const OPTIMISTIC_TRIES = 3;
+
 function fromSql(r: AgentSqlRow): AgentRow {
   return {
     id: r.id,
@@ -102,6 +136,21 @@ export class AgentRepository {
 
   async insert(tenantId: string, id: string, status: AgentStatus, write: AgentWrite, version: NewVersion): Promise<AgentRow> {
     try {
+      if (knowledgeBaseIdsOf(write).length === 0) {
+        const { rows } = await this.pool.query<AgentSqlRow>(INSERT_SQL, [
+          id,
+          tenantId,
+          write.name,
+          status,
+          write.tags,
+          JSON.stringify(write.config),
+          write.llmApiKeyEncrypted,
+          version.changedFields,
+          version.changesSummary,
+          version.createdBy,
+        ]);
+        return fromSql(rows[0]!);
+      }
       return await this.db.transaction(async (tx) => {
         const [row] = await tx
           .insert(agents)
@@ -153,6 +202,10 @@ export class AgentRepository {
    * Reads the agent under a row lock, lets `change` compute the new state, writes it and
    * its version record in one transaction, so concurrent PATCHes get consecutive versions.
    * `change` returns null to write nothing.
+   *
+   * When the result lists no knowledge-base documents the write is one statement guarded by
+   * the version read (read + write: two round trips, no transaction); a concurrent writer makes
+   * it read again and recompute, and after a few lost races it takes the row lock below.
    */
   async update(
     tenantId: string,
@@ -161,6 +214,27 @@ export class AgentRepository {
   ): Promise<AgentRow | undefined> {
     let attemptedName = '';
     try {
+      for (let attempt = 0; attempt < OPTIMISTIC_TRIES; attempt++) {
+        const row = await this.find(tenantId, id);
+        if (!row) return undefined;
+        const next = change(row);
+        if (!next) return row;
+        if (knowledgeBaseIdsOf(next.write).length > 0) break;
+        attemptedName = next.write.name;
+        const { rows } = await this.pool.query<AgentSqlRow>(UPDATE_SQL, [
+          tenantId,
+          id,
+          next.write.name,
+          next.write.tags,
+          JSON.stringify(next.write.config),
+          next.write.llmApiKeyEncrypted,
+          row.version,
+          next.version.changedFields,
+          next.version.changesSummary,
+          next.version.createdBy,
+        ]);
+        if (rows[0]) return fromSql(rows[0]);
+      }
       return await this.db.transaction(async (tx) => {
         const row = await lockAgent(tx, tenantId, id);
         if (!row) return undefined;
