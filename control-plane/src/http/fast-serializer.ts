@@ -36,20 +36,23 @@ export function compileShaper(schema: z.ZodType): Shaper | null {
       const catchall = def.catchall as Partial<ZodInternals> | undefined;
       if (catchall && catchall._zod?.def.type !== 'never') return null;
       const shape = def.shape as Record<string, z.ZodType>;
-      const fields: [string, Shaper][] = [];
+      const keys: string[] = [];
+      const shapers: Shaper[] = [];
       for (const [key, inner] of Object.entries(shape)) {
         const s = compileShaper(inner);
         if (!s) return null;
-        fields.push([key, s]);
+        keys.push(key);
+        shapers.push(s);
       }
+      const n = keys.length;
       return (value) => {
         if (typeof value !== 'object' || value === null) return value;
         const input = value as Record<string, unknown>;
         const out: Record<string, unknown> = {};
-        for (const [key, s] of fields) {
-          const v = s(input[key]);
+        for (let i = 0; i < n; i++) {
+          const v = shapers[i]!(input[keys[i]!]);
           // zod keeps a key whose result is undefined only when the input had it; JSON drops it anyway.
-          if (v !== undefined) out[key] = v;
+          if (v !== undefined) out[keys[i]!] = v;
         }
         return out;
       };
