@@ -79,6 +79,8 @@ export async function startBenchPlatform(serverDatabaseUrl: string | undefined, 
     const env: Record<string, string> = {
       HOST: '127.0.0.1',
       PORT: '0',
+      // An ephemeral admin port too: benchmarks (and their CI smokes) may run side by side.
+      ADMIN_PORT: '0',
       LOG_LEVEL: 'silent',
       DATA_DIR: dataDir,
       BOOTSTRAP_TENANT_PLAN: 'enterprise',
