@@ -34,9 +34,13 @@ export async function createKnowledgeBase(opts: {
   /** Replaces the configured embedder (tests). */
   embedder?: Embedder;
 }): Promise<KnowledgeBase> {
-  const vectorSupport = await detectVectorSupport(opts.pool);
-  if (vectorSupport.kind === 'fallback') opts.log?.info({ reason: vectorSupport.reason }, 'knowledge base: pgvector unavailable, exact vector search in process');
-  else opts.log?.info({ pgvector: vectorSupport.version }, 'knowledge base: pgvector HNSW search');
+  // Detected on first use, so the app builds while the database is unreachable.
+  const vectorSupport = async () => {
+    const support = await detectVectorSupport(opts.pool);
+    if (support.kind === 'fallback') opts.log?.info({ reason: support.reason }, 'knowledge base: pgvector unavailable, exact vector search in process');
+    else opts.log?.info({ pgvector: support.version }, 'knowledge base: pgvector HNSW search');
+    return support;
+  };
   const tempDir = resolve(opts.dataDir, 'tmp', 'knowledge-base');
   await mkdir(tempDir, { recursive: true });
   const parser = new KbParserPool();

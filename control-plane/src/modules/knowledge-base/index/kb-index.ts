@@ -80,14 +80,30 @@ const QUERY_TSVECTOR = kbTsvectorExpression('$1::text');
  */
 export class KbIndex {
   private readonly pool: pg.Pool;
-  readonly vectorSupport: VectorSupport;
   private readonly cache: FallbackVectorCache;
   private readonly modelDims = new Map<string, number>();
+  private readonly detect: () => Promise<VectorSupport>;
+  private detected: Promise<VectorSupport> | undefined;
 
-  constructor(opts: { pool: pg.Pool; vectorSupport: VectorSupport; cache?: FallbackVectorCache }) {
+  /**
+   * `vectorSupport` is what {@link detectVectorSupport} found, or how to find it: then it is
+   * asked on first use (not at start-up, so a control plane builds while its database is
+   * unreachable) and asked again after a failure.
+   */
+  constructor(opts: { pool: pg.Pool; vectorSupport: VectorSupport | (() => Promise<VectorSupport>); cache?: FallbackVectorCache }) {
     this.pool = opts.pool;
-    this.vectorSupport = opts.vectorSupport;
+    const given = opts.vectorSupport;
+    this.detect = typeof given === 'function' ? given : async () => given;
     this.cache = opts.cache ?? new FallbackVectorCache();
+  }
+
+  /** How this database finds nearest vectors (detected once, on first use). */
+  vectorSupport(): Promise<VectorSupport> {
+    this.detected ??= this.detect().catch((err: unknown) => {
+      this.detected = undefined;
+      throw err;
+    });
+    return this.detected;
   }
 
   /**
@@ -157,7 +173,7 @@ export class KbIndex {
       );
       return { tenantId, version: updated.rows[0]!.version };
     });
-    if (this.vectorSupport.kind === 'fallback') {
+    if ((await this.vectorSupport()).kind === 'fallback') {
       this.cache.forget(tenantId, documentId);
       this.cache.put(tenantId, model, documentId, version, chunkIds, vectors);
     }
@@ -270,7 +286,7 @@ export class KbIndex {
     query: Float32Array,
     limit: number,
   ): Promise<Candidate[]> {
-    const support = this.vectorSupport;
+    const support = await this.vectorSupport();
     if (support.kind === 'fallback') {
       return this.cache.topK(this.pool, { tenantId: params.tenantId, model: params.model, dims }, indexed, searchIn, query, limit);
     }
@@ -312,7 +328,7 @@ export class KbIndex {
 
   /** The candidates' rows with their text-term weight and cosine similarity to the query. */
   private async fetchChunks(candidates: Map<string, Candidate>, terms: QueryTerm[], query: Float32Array, dims: number) {
-    const withVector = this.vectorSupport.kind === 'pgvector';
+    const withVector = (await this.vectorSupport()).kind === 'pgvector';
     // Fallback: the vector candidates' similarity is known; only text-only candidates need their vector.
     const needVector = [...candidates.values()].filter((c) => c.similarity === null).map((c) => c.chunkId);
     const r = await this.pool.query<{
@@ -348,7 +364,7 @@ export class KbIndex {
     const r = await this.pool.query<{ dimensions: number }>('select dimensions from kb_embedding_models where model = $1', [model]);
     const known = r.rows[0]?.dimensions;
     if (known !== dims) throw new KbIndexError('dimension_mismatch', `model ${model} has ${known} dimensions, got vectors of ${dims}`);
-    if (this.vectorSupport.kind === 'pgvector') await this.ensureHnswIndex(model, dims);
+    if ((await this.vectorSupport()).kind === 'pgvector') await this.ensureHnswIndex(model, dims);
     this.modelDims.set(model, dims);
   }
 
@@ -359,7 +375,7 @@ export class KbIndex {
    * Returns the models whose index now exists.
    */
   async ensureVectorIndexes(): Promise<string[]> {
-    if (this.vectorSupport.kind !== 'pgvector') return [];
+    if ((await this.vectorSupport()).kind !== 'pgvector') return [];
     const r = await this.pool.query<{ model: string; dimensions: number }>('select model, dimensions from kb_embedding_models order by model');
     const done: string[] = [];
     for (const { model, dimensions } of r.rows) {
