@@ -93,7 +93,8 @@ export class CallerPlayback {
   private record(item: { bytes: number; silent: boolean }, startedAt: number, endedAt: number): void {
     if (item.silent) return;
     this.played.push({ startedAt, endedAt, bytes: item.bytes });
-    this.heardMs += endedAt - startedAt;
+    // Bytes, not endedAt - startedAt: those are float clock readings whose difference drifts (399.9999… ms).
+    this.heardMs += item.bytes / 8;
   }
 
   private echo(name: string, at: number, cut: boolean): void {
