@@ -14,6 +14,7 @@ import { RecordingArchiver } from './recording/recording-archiver.js';
 import { attachTwilioMediaStreams } from './twilio/media-stream-server.js';
 import { OutboundPacer } from './twilio/pacer.js';
 import { mediaStreamClosed } from './twilio/twilio-leg.js';
+import { UpgradeRouter } from './upgrade-router.js';
 
 /** A running media gateway. */
 export interface MediaGateway {
@@ -81,7 +82,9 @@ export async function startMediaGateway(
         metrics,
       });
   const onCall = deps.onCall ?? ((leg: CallLeg) => sessions!.handle(leg));
-  const streams = attachTwilioMediaStreams(app.server, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
+  // Each carrier's media-stream endpoint claims its own path on the one upgrade router.
+  const upgrades = new UpgradeRouter(app.server);
+  const streams = attachTwilioMediaStreams(upgrades, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
   app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: streams.activeLegs }));
   app.get('/metrics', async (req, reply) => {
     if (!metricsRequestAllowed(req.headers.authorization, config.metricsToken)) {
@@ -115,6 +118,7 @@ export async function startMediaGateway(
       await sessions?.close();
       await encoders.close();
       await streams.close();
+      upgrades.close();
       if (ownProviders) await providers.close();
       pacer.stop();
       await app.close();

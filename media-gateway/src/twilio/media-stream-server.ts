@@ -2,13 +2,13 @@
  * Twilio Media Streams WebSocket endpoint, on the gateway's own HTTP server.
  * Handshake and signature rules: reference/telephony-twilio.md §2 and §3.
  */
-import { STATUS_CODES } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { RawData, WebSocket } from 'ws';
 import { validateTwilioSignature } from '@vap/shared';
+import { refuseUpgrade as refuse, UpgradeRouter } from '../upgrade-router.js';
 import type { OutboundPacer } from './pacer.js';
 import { isSupportedMediaFormat, parseTwilioMessage } from './serializer.js';
 import { mediaStreamClosed, TwilioLeg } from './twilio-leg.js';
@@ -41,20 +41,17 @@ export interface TwilioMediaStreams {
   close(): Promise<void>;
 }
 
-function refuse(socket: Duplex, status: number): void {
-  // The upgrade has no HTTP response object: write a minimal one and close the socket.
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
-}
-
 /**
- * Serve Twilio media streams on `server`'s `upgrade` event (Fastify does not handle
- * upgrades, so no plugin is needed). Only {@link TWILIO_MEDIA_STREAM_PATH} upgrades; any
- * other path is answered 404 and closed. With an auth token, an upgrade that carries
+ * Serve Twilio media streams on {@link TWILIO_MEDIA_STREAM_PATH} of `target`: the gateway's
+ * {@link UpgradeRouter}, or a bare server (a router of its own is made, which answers any
+ * other path 404). With an auth token, an upgrade that carries
  * `X-Twilio-Signature` must be signed over the public URL with the configured ws/wss
  * scheme, with or without the query string the request carried (§2: which one Twilio
  * signs is unconfirmed), or it is refused with 403.
  */
-export function attachTwilioMediaStreams(server: Server, opts: TwilioMediaStreamsOptions): TwilioMediaStreams {
+export function attachTwilioMediaStreams(target: Server | UpgradeRouter, opts: TwilioMediaStreamsOptions): TwilioMediaStreams {
+  const ownRouter = target instanceof UpgradeRouter ? undefined : new UpgradeRouter(target);
+  const router = ownRouter ?? (target as UpgradeRouter);
   const log = opts.logger.child({ provider: 'twilio' });
   const handshakeTimeoutMs = opts.handshakeTimeoutMs ?? 10_000;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
@@ -82,8 +79,6 @@ export function attachTwilioMediaStreams(server: Server, opts: TwilioMediaStream
 
   function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', (err) => log.debug({ err }, 'upgrade socket error'));
-    const path = (req.url ?? '').split('?')[0];
-    if (path !== TWILIO_MEDIA_STREAM_PATH) return refuse(socket, 404);
     if (closing) return refuse(socket, 503);
     if (!signatureOk(req)) {
       mediaStreamClosed.increment('bad-signature');
@@ -140,7 +135,7 @@ export function attachTwilioMediaStreams(server: Server, opts: TwilioMediaStream
     ws.on('error', (err) => log.debug({ err }, 'media stream socket error'));
   }
 
-  server.on('upgrade', onUpgrade);
+  const release = router.add(TWILIO_MEDIA_STREAM_PATH, onUpgrade);
 
   return {
     get activeLegs() {
@@ -148,7 +143,8 @@ export function attachTwilioMediaStreams(server: Server, opts: TwilioMediaStream
     },
     async close() {
       closing = true;
-      server.off('upgrade', onUpgrade);
+      release();
+      ownRouter?.close();
       for (const ws of handshaking) ws.terminate();
       await Promise.all([...legs].map((leg) => leg.shutdown()));
       await new Promise<void>((resolve) => wss.close(() => resolve()));
