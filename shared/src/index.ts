@@ -11,6 +11,7 @@ export { stopOnSignals } from './shutdown.js';
 export * from './agent-config.js';
 export * from './pricing.js';
 export * from './twilio-signature.js';
+export * from './telnyx-signature.js';
 export * from './webhooks/webhook-signature.js';
 export * from './webhooks/delivery-deduper.js';
 export * from './net/outbound-guard.js';
