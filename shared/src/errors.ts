@@ -29,6 +29,7 @@ export const ERROR_CATALOGUE = {
   'rate-limited': { status: 429, title: 'Too many requests', description: 'The rate limit of the account\'s plan was exceeded. Wait for the number of seconds in `Retry-After`; the `X-RateLimit-*` headers show the limit and when the window resets.' },
   'internal': { status: 500, title: 'Internal server error', description: 'An unexpected error. Nothing about its cause is shown; quote the `traceId` to support.' },
   'unavailable': { status: 503, title: 'Service unavailable', description: 'A dependency is temporarily unavailable. Retry with backoff.' },
+  'carrier-error': { status: 502, title: 'Carrier request failed', description: 'The telephony carrier (Twilio, Vonage or Telnyx) refused the request or answered it with an error that retrying will not fix (for example the number is no longer available, or the platform\'s carrier credentials were refused). `detail` names the carrier and its HTTP status. Nothing was changed: no number was bought, released or stored. A carrier that is only temporarily unreachable answers 503 `unavailable` instead.' },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 
 export type ErrorSlug = keyof typeof ERROR_CATALOGUE;
