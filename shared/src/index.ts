@@ -12,6 +12,7 @@ export * from './agent-config.js';
 export * from './pricing.js';
 export * from './twilio-signature.js';
 export * from './telnyx-signature.js';
+export * from './vonage-signature.js';
 export * from './webhooks/webhook-signature.js';
 export * from './webhooks/delivery-deduper.js';
 export * from './net/outbound-guard.js';
