@@ -1,10 +1,11 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, validateTwilioSignature } from '@vap/shared';
+import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
-import { sendProblem } from '../../http/problem.js';
 import { apologyAnswer } from './inbound-answer.js';
 import { InboundCallRouter } from './inbound-call-router.js';
 import { PhoneNumberRepository } from './phone-number-repository.js';
+import { registerTwilioFormParser, verifyTwilioRequest } from './twilio-request.js';
+import type { TwilioForm } from './twilio-request.js';
 
 /** What the Twilio webhook plugin needs; it builds its own repository and router from them. */
 export interface TwilioWebhookOptions {
@@ -15,29 +16,6 @@ export interface TwilioWebhookOptions {
   publicUrl: string;
   /** The media gateway's public base (`wss://…`) for stream URLs. */
   mediaGatewayPublicUrl: string;
-}
-
-/** A parsed form body, kept apart from JSON bodies (a JSON object can never pass for one). */
-class TwilioForm {
-  constructor(
-    readonly raw: string,
-    readonly params: Record<string, string | string[]>,
-  ) {}
-
-  /** First value of a parameter (Twilio sends each voice parameter once). */
-  get(name: string): string | undefined {
-    const v = this.params[name];
-    return Array.isArray(v) ? v[0] : v;
-  }
-}
-
-function parseForm(raw: string): TwilioForm {
-  const params: Record<string, string | string[]> = {};
-  for (const [name, value] of new URLSearchParams(raw)) {
-    const prev = params[name];
-    params[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
-  }
-  return new TwilioForm(raw, params);
 }
 
 const PUBLIC = { scope: null } as const;
@@ -58,7 +36,7 @@ const PREFIXES = ['', '/api/v1'] as const;
 export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = async (app, opts) => {
   const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(opts.db), mediaGatewayPublicUrl: opts.mediaGatewayPublicUrl });
 
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 64 * 1024 }, (_req, body, done) => done(null, parseForm(String(body))));
+  registerTwilioFormParser(app);
 
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
     const status = err instanceof AppError ? err.status : ((err as FastifyError).statusCode ?? 500);
@@ -67,18 +45,8 @@ export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = asy
     return reply.code(200).type('text/xml').send(apologyAnswer('twilio').body);
   });
 
-  /** The verified form, or null after sending 403. */
-  function verified(req: FastifyRequest, reply: FastifyReply): TwilioForm | null {
-    const header = req.headers['x-twilio-signature'];
-    const signature = typeof header === 'string' ? header : undefined;
-    const form = req.body instanceof TwilioForm ? req.body : undefined;
-    // The URL Twilio signed is the public one (config), with the path and query as received.
-    if (form && opts.authToken && validateTwilioSignature({ authToken: opts.authToken, url: `${opts.publicUrl}${req.url}`, params: form.params, signature })) return form;
-    const reason = !opts.authToken ? 'no-auth-token' : !signature ? 'missing-signature' : !form ? 'not-form-encoded' : 'bad-signature';
-    req.log.warn({ reason, path: req.routeOptions.url }, 'Twilio webhook rejected');
-    sendProblem(req, reply, 'forbidden', 'The X-Twilio-Signature header is missing or does not match this request.');
-    return null;
-  }
+  /** The verified form, or null after sending 403 (shared with the messaging callbacks). */
+  const verified = (req: FastifyRequest, reply: FastifyReply): TwilioForm | null => verifyTwilioRequest(req, reply, opts);
 
   for (const prefix of PREFIXES) {
     app.post(`${prefix}/webhooks/twilio/voice`, ROUTE, async (req, reply) => {
