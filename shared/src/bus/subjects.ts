@@ -15,8 +15,8 @@ export const sessionMessageSchema = z.object({
   durationMs: z.number().int().min(0),
   /** The agent was cut off by the caller; `content` is what was played before the cut. */
   interrupted: z.boolean(),
-  /** `speech`, `dtmf` (digits the caller pressed) or `system` (first message, idle prompt, goodbye). */
-  source: z.enum(['speech', 'dtmf', 'system', 'llm']),
+  /** `speech`, `dtmf` (digits the caller pressed) or `system` (first message, idle prompt, goodbye); `text` a typed message (SMS, WhatsApp, Telegram). */
+  source: z.enum(['speech', 'dtmf', 'system', 'llm', 'text']),
 });
 
 export const transcriptWordSchema = z.object({ word: z.string(), startTime: z.number(), endTime: z.number(), confidence: z.number().min(0).max(1) });
