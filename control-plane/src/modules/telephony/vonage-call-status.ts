@@ -1,0 +1,67 @@
+import { and, desc, eq } from 'drizzle-orm';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../../db/database.js';
+import { conversations } from '../../db/schema/conversations.js';
+
+/** Vonage call statuses after which the call is over (reference/telephony-vonage.md §4). */
+export const VONAGE_FINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'rejected', 'busy', 'cancelled', 'unanswered', 'timeout']);
+
+/** One event webhook body, as far as this module reads it. */
+export interface VonageCallEvent {
+  status?: string;
+  /** The call leg; `human`/`machine` events carry `call_uuid` instead (§4). */
+  uuid?: string;
+  call_uuid?: string;
+  conversation_uuid?: string;
+  direction?: string;
+  detail?: string;
+  duration?: string;
+  /** Present on call-flow errors, which have no status. */
+  reason?: string;
+}
+
+/** What {@link VonageCallStatus.record} found for an event (returned for tests and logs). */
+export type VonageEventOutcome =
+  | { kind: 'error-report' }
+  | { kind: 'no-conversation'; final: boolean }
+  | { kind: 'conversation'; conversationId: string; conversationStatus: string; final: boolean };
+
+/**
+ * Records Vonage call-status events against the platform's view of the call. The
+ * conversation of a call is created by the media gateway when the WebSocket connects,
+ * keyed by the carrier call id (`external_id` = Vonage `uuid`), so:
+ * - a final status for a call with no conversation is a call that ended before its
+ *   stream connected (caller hung up while ringing, the socket failed): there is nothing
+ *   to close, and the platform stays consistent by storing nothing;
+ * - a final status for a conversation still `in_progress` is normal (the carrier's event
+ *   and the gateway's end record race); the gateway's end record, or the lost-gateway
+ *   watchdog, closes it with the real transcript and usage, which this event does not have.
+ * Nothing is written: the events are logged with the conversation they belong to.
+ */
+export class VonageCallStatus {
+  constructor(private readonly db: Db) {}
+
+  async record(event: VonageCallEvent, log: FastifyBaseLogger): Promise<VonageEventOutcome> {
+    const uuid = event.uuid ?? event.call_uuid;
+    if (event.status === undefined) {
+      log.warn({ provider: 'vonage', conversationUuid: event.conversation_uuid, reason: event.reason }, 'Vonage reported a call-flow error');
+      return { kind: 'error-report' };
+    }
+    const final = VONAGE_FINAL_STATUSES.has(event.status);
+    const [row] = uuid
+      ? await this.db
+          .select({ id: conversations.id, status: conversations.status })
+          .from(conversations)
+          .where(and(eq(conversations.provider, 'vonage'), eq(conversations.externalId, uuid)))
+          .orderBy(desc(conversations.startedAt))
+          .limit(1)
+      : [];
+    const fields = { provider: 'vonage', callSid: uuid, callStatus: event.status, detail: event.detail, durationSec: event.duration, conversationId: row?.id, conversationStatus: row?.status };
+    if (!row) {
+      log.info(fields, final ? 'Vonage call ended before its media stream connected' : 'Vonage call status');
+      return { kind: 'no-conversation', final };
+    }
+    log.info(fields, 'Vonage call status');
+    return { kind: 'conversation', conversationId: row.id, conversationStatus: row.status, final };
+  }
+}
