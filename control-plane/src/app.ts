@@ -52,6 +52,7 @@ import { registerMetrics } from './modules/metrics/metrics-routes.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { twilioWebhookRoutes } from './modules/telephony/twilio-webhook-routes.js';
+import { telnyxWebhookRoutes } from './modules/telephony/telnyx-webhook-routes.js';
 import { EventOutbox } from './modules/webhooks/event-outbox.js';
 import { WebhookRepository } from './modules/webhooks/repository.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
@@ -73,6 +74,8 @@ export interface AppDeps {
   now?: () => number;
   /** Twilio Auth Token for webhook signatures (`loadTwilioAuthToken`); default TWILIO_AUTH_TOKEN, else every webhook is refused. */
   twilioAuthToken?: string;
+  /** Telnyx webhook public key (`loadTelnyxWebhookKey`: base64 raw Ed25519); default TELNYX_PUBLIC_KEY, else every Telnyx webhook is refused. */
+  telnyxPublicKey?: string;
   /** Where replays wake the local webhook dispatcher; default a fresh one (no dispatcher). */
   outbox?: EventOutbox;
   /** The recording store (one per process); default the configured one (`config.recordings`). */
@@ -199,6 +202,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   const mfaLogin = new MfaLoginService({ repo: mfaRepo, tokens: mfaTokens, sessions, secrets: deps.secrets, rp: relyingParty, now, log: deps.logger.child({ module: 'mfa' }) });
 
   await app.register(recordingFileRoutes, { service: recordings });
+  await app.register(telnyxWebhookRoutes, { db: deps.database.db, publicKey: deps.telnyxPublicKey ?? config.telnyx.publicKey, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl, now });
   await app.register(twilioWebhookRoutes, { db: deps.database.db, authToken: deps.twilioAuthToken ?? config.twilio.authToken, publicUrl: config.publicUrl, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
   await app.register(
     async (api) => {

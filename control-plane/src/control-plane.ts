@@ -25,6 +25,8 @@ import { ControlPlaneMetrics } from './modules/metrics/control-plane-metrics.js'
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { loadTwilioAuthToken } from './modules/telephony/twilio-credentials.js';
 import type { TwilioAuth } from './modules/telephony/twilio-credentials.js';
+import { loadTelnyxWebhookKey } from './modules/telephony/telnyx-credentials.js';
+import type { TelnyxWebhookKey } from './modules/telephony/telnyx-credentials.js';
 import { bootstrap } from './modules/tenants/bootstrap.js';
 import type { BootstrapResult } from './modules/tenants/bootstrap.js';
 import { EventOutbox } from './modules/webhooks/event-outbox.js';
@@ -48,6 +50,8 @@ export interface ControlPlane {
   admin: { url: string; tokenSource: string } | null;
   /** The Twilio Auth Token webhooks are checked with (sandbox: generated into DATA_DIR); hand it to the media gateway. */
   twilio: TwilioAuth;
+  /** The public key Telnyx webhooks are verified with (development sandbox: a key pair generated into DATA_DIR). */
+  telnyx: TelnyxWebhookKey;
   /** The recording store (`config.recordings`): links, local serving, retention and conversation deletes use this one. */
   recordings: ObjectStore;
   close(): Promise<void>;
@@ -71,6 +75,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     const secretKey = loadSecretKey(config.secretEncryptionKey, config.dataDir, config.appEnv);
     const secrets = new SecretBox(secretKey);
     const twilio = loadTwilioAuthToken(config.twilio.authToken, config.dataDir);
+    const telnyx = loadTelnyxWebhookKey(config.telnyx.publicKey, config.dataDir, config.appEnv);
     const outbox = new EventOutbox();
     const recordings = createObjectStore(config.recordings);
     // Invitation emails: SMTP_URL, or captured as .eml files under DATA_DIR/mail.
@@ -80,7 +85,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     const metrics = new ControlPlaneMetrics();
     // Knowledge base: uploads are stored beside recordings (keys knowledge-base/…) and indexed by a durable job.
     const knowledgeBase = await createKnowledgeBase({ pool: database.pool, store: recordings, embedding: config.knowledgeBase.embedding, dataDir: config.dataDir, log: log.child({ module: 'knowledge-base' }) });
-    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, outbox, recordings, secretKey, mailer, metrics, knowledgeBase });
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, telnyxPublicKey: telnyx.publicKey, outbox, recordings, secretKey, mailer, metrics, knowledgeBase });
     const dispatcher = config.webhooks.dispatcher
       ? new WebhookDispatcher({
           pool: database.pool,
@@ -132,6 +137,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       bootstrap: boot,
       admin: admin ? { url: admin.url, tokenSource: admin.tokenSource } : null,
       twilio,
+      telnyx,
       recordings,
       close: async () => {
         await app.close();

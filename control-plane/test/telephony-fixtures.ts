@@ -28,7 +28,7 @@ export async function agentWithNumber(
   app: FastifyInstance,
   database: Database,
   tenant: { tenantId: string; key: string },
-  opts: { status?: 'active' | 'draft' | 'inactive'; assign?: boolean } = {},
+  opts: { status?: 'active' | 'draft' | 'inactive'; assign?: boolean; provider?: 'twilio' | 'telnyx' | 'vonage' } = {},
 ): Promise<{ agentId: string; phoneNumber: string; numberId: string }> {
   const agent = (await createAgentFor(app, tenant.key)) as { id: string };
   const status = opts.status ?? 'active';
@@ -40,7 +40,7 @@ export async function agentWithNumber(
     tenantId: tenant.tenantId,
     phoneNumber,
     country: 'US',
-    provider: 'twilio',
+    provider: opts.provider ?? 'twilio',
     assignedAgentId: opts.assign === false ? null : agent.id,
   });
   return { agentId: agent.id, phoneNumber, numberId: row.id };
