@@ -15,6 +15,7 @@ import { attachTwilioMediaStreams } from './twilio/media-stream-server.js';
 import { OutboundPacer } from './twilio/pacer.js';
 import { mediaStreamClosed } from './twilio/twilio-leg.js';
 import { UpgradeRouter } from './upgrade-router.js';
+import { attachVonageMediaStreams } from './vonage/vonage-media-stream-server.js';
 
 /** A running media gateway. */
 export interface MediaGateway {
@@ -61,7 +62,7 @@ export async function startMediaGateway(
   ];
   // Gauges read the endpoint (attached below) and the pacer only when scraped.
   const lateGapMs = 40;
-  const metrics = new GatewayMetrics({ activeCalls: () => streams.activeLegs, pacerStats: () => pacer.stats, mediaStreamClosed, lateGapMs });
+  const metrics = new GatewayMetrics({ activeCalls: () => streams.activeLegs + vonageStreams.activeLegs, pacerStats: () => pacer.stats, mediaStreamClosed, lateGapMs });
   const pacer = new OutboundPacer({ lateGapMs, onSinkError: (err) => deps.logger.warn({ err }, 'outbound frame not sent'), onFrameGap: (gapMs) => metrics.frameGap(gapMs) });
   const gatewayId = newId('gw');
   const ownProviders = !deps.providers;
@@ -85,7 +86,8 @@ export async function startMediaGateway(
   // Each carrier's media-stream endpoint claims its own path on the one upgrade router.
   const upgrades = new UpgradeRouter(app.server);
   const streams = attachTwilioMediaStreams(upgrades, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
-  app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: streams.activeLegs }));
+  const vonageStreams = attachVonageMediaStreams(upgrades, { logger: deps.logger, pacer, onCall });
+  app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: streams.activeLegs + vonageStreams.activeLegs }));
   app.get('/metrics', async (req, reply) => {
     if (!metricsRequestAllowed(req.headers.authorization, config.metricsToken)) {
       return reply.code(401).header('WWW-Authenticate', 'Bearer').type('application/problem+json').send({ title: 'Unauthorized', status: 401, detail: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' });
@@ -118,6 +120,7 @@ export async function startMediaGateway(
       await sessions?.close();
       await encoders.close();
       await streams.close();
+      await vonageStreams.close();
       upgrades.close();
       if (ownProviders) await providers.close();
       pacer.stop();
