@@ -52,6 +52,9 @@ import { registerMetrics } from './modules/metrics/metrics-routes.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { twilioWebhookRoutes } from './modules/telephony/twilio-webhook-routes.js';
+import { messagingRoutes } from './modules/messaging/routes.js';
+import type { TelegramBotApi } from './modules/messaging/telegram-bot-api.js';
+import type { AnalysisLlms } from './modules/conversations/analysis-llm.js';
 import { telnyxWebhookRoutes } from './modules/telephony/telnyx-webhook-routes.js';
 import { EventOutbox } from './modules/webhooks/event-outbox.js';
 import { WebhookRepository } from './modules/webhooks/repository.js';
@@ -76,6 +79,10 @@ export interface AppDeps {
   twilioAuthToken?: string;
   /** Telnyx webhook public key (`loadTelnyxWebhookKey`: base64 raw Ed25519); default TELNYX_PUBLIC_KEY, else every Telnyx webhook is refused. */
   telnyxPublicKey?: string;
+  /** The LLM endpoint messaging replies run on (the control plane's analysis LLMs); default one started from the config on first use. */
+  messagingLlms?: AnalysisLlms;
+  /** The Telegram bot replies go out through and the webhook secret (`startTelegram`); default from TELEGRAM_* (no simulator). */
+  telegram?: { bot: TelegramBotApi | null; webhookSecret: string | undefined };
   /** Where replays wake the local webhook dispatcher; default a fresh one (no dispatcher). */
   outbox?: EventOutbox;
   /** The recording store (one per process); default the configured one (`config.recordings`). */
@@ -204,6 +211,17 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   await app.register(recordingFileRoutes, { service: recordings });
   await app.register(telnyxWebhookRoutes, { db: deps.database.db, publicKey: deps.telnyxPublicKey ?? config.telnyx.publicKey, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl, now });
   await app.register(twilioWebhookRoutes, { db: deps.database.db, authToken: deps.twilioAuthToken ?? config.twilio.authToken, publicUrl: config.publicUrl, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
+  await app.register(messagingRoutes, {
+    database: deps.database,
+    log: deps.logger.child({ module: 'messaging' }),
+    ...(deps.messagingLlms ? { llms: deps.messagingLlms } : {}),
+    openai: config.openai,
+    twilioAuthToken: deps.twilioAuthToken ?? config.twilio.authToken,
+    publicUrl: config.publicUrl,
+    ...(deps.telegram ? { telegram: deps.telegram } : {}),
+    telegramSettings: config.telegram,
+    now,
+  });
   await app.register(
     async (api) => {
       api.get('/openapi.json', { config: { scope: null }, schema: { hide: true } }, async () => app.swagger());

@@ -72,6 +72,10 @@ export const configSchema = z.object({
   JOBS_POLL_INTERVAL_MS: int(2000, 50, 60_000),
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined)),
+  TELEGRAM_BOT_TOKEN: optionalString.pipe(z.string().regex(/^\d+:[A-Za-z0-9_-]+$/, 'must look like a bot token (123456789:AA…)').optional()),
+  // Telegram allows 1-256 characters from A-Z a-z 0-9 _ - (reference/messaging.md §1.1).
+  TELEGRAM_WEBHOOK_SECRET: optionalString.pipe(z.string().regex(/^[A-Za-z0-9_-]{1,256}$/, 'must be 1 to 256 characters from A-Z a-z 0-9 _ -').optional()),
+  TELEGRAM_API_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://api.telegram.org'),
   KB_EMBEDDING_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined)),
   KB_EMBEDDING_API_KEY: optionalString,
   KB_EMBEDDING_MODEL: optionalString,
@@ -150,6 +154,12 @@ export interface ControlPlaneConfig {
   jobs: { concurrency: number; pollIntervalMs: number };
   /** OpenAI for post-call analysis; no key: an OpenAI simulator started by the control plane (sandbox). */
   openai: { apiKey: string | undefined; baseUrl: string | undefined };
+  /**
+   * Telegram bot: replies go out through the Bot API at `apiBaseUrl` with `botToken`; webhook
+   * updates must carry `webhookSecret`. Unset token in development: a Bot API simulator
+   * (sandbox); unset secret in development: one generated into DATA_DIR (`startTelegram`).
+   */
+  telegram: { botToken: string | undefined; webhookSecret: string | undefined; apiBaseUrl: string };
   /**
    * Knowledge-base embeddings: an OpenAI-compatible `/v1/embeddings` server when `baseUrl` is
    * set (then `model` is required), else the built-in local embedder (`model` unset).
@@ -297,6 +307,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     jobs: { concurrency: e.JOBS_CONCURRENCY, pollIntervalMs: e.JOBS_POLL_INTERVAL_MS },
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
+    telegram: { botToken: e.TELEGRAM_BOT_TOKEN, webhookSecret: e.TELEGRAM_WEBHOOK_SECRET, apiBaseUrl: e.TELEGRAM_API_BASE_URL.replace(/\/+$/, '') },
     knowledgeBase: { embedding: { baseUrl: e.KB_EMBEDDING_BASE_URL, apiKey: e.KB_EMBEDDING_API_KEY, model: e.KB_EMBEDDING_MODEL } },
     mail: { smtpUrl: e.SMTP_URL, from: e.MAIL_FROM ?? 'Voice Agent Platform <no-reply@localhost>' },
     auth: {

@@ -13,6 +13,7 @@ import type { EmbeddedDatabase } from './db/embedded-postgres.js';
 import { startAuthPurge } from './modules/auth/auth-purge.js';
 import { ANALYSIS_JOB, AnalysisJobHandler } from './modules/conversations/analysis-job.js';
 import { startAnalysisLlms } from './modules/conversations/analysis-llm.js';
+import { startTelegram } from './modules/messaging/telegram-runtime.js';
 import { startCallHandling } from './modules/conversations/call-handlers.js';
 import { RecordingRetention } from './modules/conversations/recording-retention.js';
 import { Housekeeping } from './modules/housekeeping/housekeeping.js';
@@ -85,7 +86,13 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     const metrics = new ControlPlaneMetrics();
     // Knowledge base: uploads are stored beside recordings (keys knowledge-base/…) and indexed by a durable job.
     const knowledgeBase = await createKnowledgeBase({ pool: database.pool, store: recordings, embedding: config.knowledgeBase.embedding, dataDir: config.dataDir, log: log.child({ module: 'knowledge-base' }) });
-    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, telnyxPublicKey: telnyx.publicKey, outbox, recordings, secretKey, mailer, metrics, knowledgeBase });
+    // Post-call analysis and messaging replies on OpenAI (OPENAI_API_KEY) or a simulator started here (sandbox).
+    const analysisLlms = await startAnalysisLlms(config.openai);
+    log.info({ llm: analysisLlms.describe() }, 'post-call analysis ready');
+    // Telegram replies: the Bot API (TELEGRAM_BOT_TOKEN) or a simulator started here (sandbox).
+    const telegram = await startTelegram(config.telegram, { appEnv: config.appEnv, dataDir: config.dataDir });
+    log.info({ telegram: telegram.describe(), secret: telegram.secretSource }, 'telegram messaging ready');
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, telnyxPublicKey: telnyx.publicKey, outbox, recordings, secretKey, mailer, metrics, knowledgeBase, messagingLlms: analysisLlms, telegram });
     const dispatcher = config.webhooks.dispatcher
       ? new WebhookDispatcher({
           pool: database.pool,
@@ -121,9 +128,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     // Knowledge-base passages for the user turns of live calls (knowledge.retrieve, modules/knowledge-base/retrieval.ts).
     // Shares the API's index (one fallback vector cache per process) and embedder (the documents' model).
     const knowledgeRetrieval = await startKnowledgeRetrieval({ bus: deps.bus, pool: database.pool, log, embedding: config.knowledgeBase.embedding, index: knowledgeBase.index, embedder: knowledgeBase.embedder });
-    // Durable background jobs: post-call analysis on OpenAI (OPENAI_API_KEY) or a simulator started here (sandbox).
-    const analysisLlms = await startAnalysisLlms(config.openai);
-    log.info({ llm: analysisLlms.describe() }, 'post-call analysis ready');
+    // Durable background jobs: post-call analysis (analysisLlms, started before the app: messaging replies share it).
     const jobs = new JobRunner({ pool: database.pool, log: log.child({ module: 'jobs' }), concurrency: config.jobs.concurrency, pollIntervalMs: config.jobs.pollIntervalMs, metrics });
     jobs.register(ANALYSIS_JOB, new AnalysisJobHandler({ db: database.db, bus: deps.bus, outbox, llms: analysisLlms, log: log.child({ module: 'analysis' }) }).handle);
     jobs.register(KB_INDEX_JOB, new KbIndexingJob({ pool: database.pool, kb: knowledgeBase, log: log.child({ module: 'knowledge-base' }) }).handle);
@@ -148,6 +153,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
         await jobs.stop();
         await knowledgeBase.close();
         await analysisLlms.close();
+        await telegram.close();
         await dispatcher?.stop();
         await housekeeping.stop();
         await authPurge.stop();

@@ -1,4 +1,4 @@
-import { and, arrayContains, asc, count, desc, eq, gte, lt, lte, notInArray, sql } from 'drizzle-orm';
+import { and, arrayContains, asc, count, desc, eq, gte, isNotNull, lt, lte, notInArray, sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { sessionMessageSchema, transcriptTurnSchema } from '@vap/shared';
@@ -446,6 +446,8 @@ export class ConversationRepository {
         .where(
           and(
             eq(c.status, 'in_progress'),
+            // Only calls have a gateway; an open messaging thread (sms, whatsapp, telegram) has none to lose.
+            isNotNull(c.gatewayId),
             sql`(
               exists (select 1 from ${gatewayHeartbeats} h
                        where h.gateway_id = ${c.gatewayId}
