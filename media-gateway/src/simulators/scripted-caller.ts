@@ -1,5 +1,8 @@
 import type { TwilioCallerSimulator } from './twilio-caller.js';
 
+/** What a script needs of a simulated call: the Twilio and the Vonage caller both provide it. */
+export type ScriptedCall = Pick<TwilioCallerSimulator, 'closed' | 'say' | 'pressDigit' | 'clears' | 'agentAudio' | 'playbackQueuedMs' | 'firstAgentAudioAfter'>;
+
 /** One step of a simulated caller's conversation. */
 export type CallerStep =
   /** Wait until the agent has spoken (audio after the caller's last speech) and gone quiet. */
@@ -37,10 +40,10 @@ export interface ScriptOptions {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Plays a scripted conversation on a simulated Twilio call: the same script drives the
+ * Plays a scripted conversation on a simulated call (Twilio or Vonage): the same script drives the
  * end-to-end tests, the sandbox call command and the load generator.
  */
-export async function runCallerScript(call: TwilioCallerSimulator, steps: CallerStep[], opts: ScriptOptions): Promise<CallerTurnTiming[]> {
+export async function runCallerScript(call: ScriptedCall, steps: CallerStep[], opts: ScriptOptions): Promise<CallerTurnTiming[]> {
   const quietMs = opts.quietMs ?? 900;
   const timings: CallerTurnTiming[] = [];
   let lastSpeechEnd = performance.now() - 1;
