@@ -6,6 +6,7 @@ import { expect, inject } from 'vitest';
 import { InProcessBus, SCOPES, newId } from '@vap/shared';
 import type { Bus, Scope } from '@vap/shared';
 import { buildApp } from '../src/app.js';
+import type { AppDeps } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import type { ControlPlaneConfig } from '../src/config.js';
 import { openDatabase, runMigrations } from '../src/db/database.js';
@@ -35,12 +36,12 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** The real app on the run's database; `now` moves the rate-limit clock. */
-export async function createTestApp(opts: { env?: Record<string, string>; bus?: Bus; now?: () => number; database?: Database } = {}): Promise<TestApp> {
+/** The real app on the run's database; `now` moves the rate-limit clock; `deps` adds or replaces app dependencies (carriers on simulators…). */
+export async function createTestApp(opts: { env?: Record<string, string>; bus?: Bus; now?: () => number; database?: Database; deps?: Partial<AppDeps> } = {}): Promise<TestApp> {
   const config = testConfig(opts.env);
   const database = opts.database ?? openDatabase(config.databaseUrl!, 5);
   const bus = opts.bus ?? new InProcessBus();
-  const app = await buildApp(config, { database, bus, secrets: new SecretBox(TEST_SECRET_KEY), logger: pino({ level: 'silent' }), ...(opts.now ? { now: opts.now } : {}) });
+  const app = await buildApp(config, { database, bus, secrets: new SecretBox(TEST_SECRET_KEY), logger: pino({ level: 'silent' }), ...(opts.now ? { now: opts.now } : {}), ...opts.deps });
   await app.ready();
   return {
     app,
