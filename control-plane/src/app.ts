@@ -55,6 +55,7 @@ import { twilioWebhookRoutes } from './modules/telephony/twilio-webhook-routes.j
 import { messagingRoutes } from './modules/messaging/routes.js';
 import type { TelegramBotApi } from './modules/messaging/telegram-bot-api.js';
 import type { AnalysisLlms } from './modules/conversations/analysis-llm.js';
+import { vonageWebhookRoutes } from './modules/telephony/vonage-webhook-routes.js';
 import { telnyxWebhookRoutes } from './modules/telephony/telnyx-webhook-routes.js';
 import { EventOutbox } from './modules/webhooks/event-outbox.js';
 import { WebhookRepository } from './modules/webhooks/repository.js';
@@ -77,6 +78,8 @@ export interface AppDeps {
   now?: () => number;
   /** Twilio Auth Token for webhook signatures (`loadTwilioAuthToken`); default TWILIO_AUTH_TOKEN, else every webhook is refused. */
   twilioAuthToken?: string;
+  /** Vonage signed-webhook secret (`loadVonageSignatureSecret`); default VONAGE_SIGNATURE_SECRET, else every Vonage webhook is refused. */
+  vonageSignatureSecret?: string;
   /** Telnyx webhook public key (`loadTelnyxWebhookKey`: base64 raw Ed25519); default TELNYX_PUBLIC_KEY, else every Telnyx webhook is refused. */
   telnyxPublicKey?: string;
   /** The LLM endpoint messaging replies run on (the control plane's analysis LLMs); default one started from the config on first use. */
@@ -210,6 +213,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
 
   await app.register(recordingFileRoutes, { service: recordings });
   await app.register(telnyxWebhookRoutes, { db: deps.database.db, publicKey: deps.telnyxPublicKey ?? config.telnyx.publicKey, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl, now });
+  await app.register(vonageWebhookRoutes, { db: deps.database.db, signatureSecret: deps.vonageSignatureSecret ?? config.vonage.signatureSecret, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
   await app.register(twilioWebhookRoutes, { db: deps.database.db, authToken: deps.twilioAuthToken ?? config.twilio.authToken, publicUrl: config.publicUrl, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
   await app.register(messagingRoutes, {
     database: deps.database,

@@ -52,6 +52,7 @@ export const configSchema = z.object({
   }),
   TWILIO_ACCOUNT_SID: optionalString.pipe(z.string().regex(/^AC[0-9a-fA-F]{32}$/, 'must look like AC followed by 32 hex characters').optional()),
   TWILIO_AUTH_TOKEN: optionalString,
+  VONAGE_SIGNATURE_SECRET: optionalString,
   // Telnyx's webhook-signing public key: base64 of the raw 32-byte Ed25519 key, as the portal shows it.
   TELNYX_PUBLIC_KEY: optionalString.refine((v) => v === undefined || (Buffer.from(v, 'base64').length === 32 && Buffer.from(v, 'base64').toString('base64') === v), 'must be the base64 of a 32-byte Ed25519 public key'),
   MEDIA_GATEWAY_PUBLIC_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:3001'),
@@ -129,6 +130,10 @@ export interface ControlPlaneConfig {
     accountSid: string | undefined;
     /** Unset: sandbox mode, with a generated token (see `loadTwilioAuthToken`). */
     authToken: string | undefined;
+  };
+  vonage: {
+    /** Signed-webhook secret (HS256). Unset: a generated sandbox secret in development (`loadVonageSignatureSecret`), none in production. */
+    signatureSecret: string | undefined;
   };
   telnyx: {
     /** Base64 raw Ed25519 key webhooks are verified with. Unset: sandbox key pair in development (`loadTelnyxWebhookKey`), none in production. */
@@ -295,6 +300,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN },
     telnyx: { publicKey: e.TELNYX_PUBLIC_KEY },
+    vonage: { signatureSecret: e.VONAGE_SIGNATURE_SECRET },
     mediaGatewayPublicUrl: e.MEDIA_GATEWAY_PUBLIC_URL.replace(/\/$/, ''),
     mfa: Object.freeze({ issuer: e.MFA_ISSUER, webauthnRpId: rp.rpId, webauthnOrigins: Object.freeze(rp.origins) }),
     outboundAllowlist: Object.freeze(outboundAllowlist(e.OUTBOUND_ALLOWLIST, e.APP_ENV)),

@@ -26,6 +26,8 @@ import { ControlPlaneMetrics } from './modules/metrics/control-plane-metrics.js'
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { loadTwilioAuthToken } from './modules/telephony/twilio-credentials.js';
 import type { TwilioAuth } from './modules/telephony/twilio-credentials.js';
+import { loadVonageSignatureSecret } from './modules/telephony/vonage-credentials.js';
+import type { VonageSignature } from './modules/telephony/vonage-credentials.js';
 import { loadTelnyxWebhookKey } from './modules/telephony/telnyx-credentials.js';
 import type { TelnyxWebhookKey } from './modules/telephony/telnyx-credentials.js';
 import { bootstrap } from './modules/tenants/bootstrap.js';
@@ -51,6 +53,8 @@ export interface ControlPlane {
   admin: { url: string; tokenSource: string } | null;
   /** The Twilio Auth Token webhooks are checked with (sandbox: generated into DATA_DIR); hand it to the media gateway. */
   twilio: TwilioAuth;
+  /** The secret Vonage webhook JWTs are checked with (development sandbox: generated into DATA_DIR); simulators sign with it. */
+  vonage: VonageSignature;
   /** The public key Telnyx webhooks are verified with (development sandbox: a key pair generated into DATA_DIR). */
   telnyx: TelnyxWebhookKey;
   /** The recording store (`config.recordings`): links, local serving, retention and conversation deletes use this one. */
@@ -76,6 +80,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     const secretKey = loadSecretKey(config.secretEncryptionKey, config.dataDir, config.appEnv);
     const secrets = new SecretBox(secretKey);
     const twilio = loadTwilioAuthToken(config.twilio.authToken, config.dataDir);
+    const vonage = loadVonageSignatureSecret(config.vonage.signatureSecret, config.dataDir, config.appEnv);
     const telnyx = loadTelnyxWebhookKey(config.telnyx.publicKey, config.dataDir, config.appEnv);
     const outbox = new EventOutbox();
     const recordings = createObjectStore(config.recordings);
@@ -92,7 +97,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     // Telegram replies: the Bot API (TELEGRAM_BOT_TOKEN) or a simulator started here (sandbox).
     const telegram = await startTelegram(config.telegram, { appEnv: config.appEnv, dataDir: config.dataDir });
     log.info({ telegram: telegram.describe(), secret: telegram.secretSource }, 'telegram messaging ready');
-    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, telnyxPublicKey: telnyx.publicKey, outbox, recordings, secretKey, mailer, metrics, knowledgeBase, messagingLlms: analysisLlms, telegram });
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, vonageSignatureSecret: vonage.secret, telnyxPublicKey: telnyx.publicKey, outbox, recordings, secretKey, mailer, metrics, knowledgeBase, messagingLlms: analysisLlms, telegram });
     const dispatcher = config.webhooks.dispatcher
       ? new WebhookDispatcher({
           pool: database.pool,
@@ -142,6 +147,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       bootstrap: boot,
       admin: admin ? { url: admin.url, tokenSource: admin.tokenSource } : null,
       twilio,
+      vonage,
       telnyx,
       recordings,
       close: async () => {
