@@ -52,6 +52,17 @@ export const configSchema = z.object({
   }),
   TWILIO_ACCOUNT_SID: optionalString.pipe(z.string().regex(/^AC[0-9a-fA-F]{32}$/, 'must look like AC followed by 32 hex characters').optional()),
   TWILIO_AUTH_TOKEN: optionalString,
+  // Carrier REST APIs for number search, purchase, release and pricing (modules/telephony/providers).
+  TWILIO_API_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://api.twilio.com'),
+  TWILIO_PRICING_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://pricing.twilio.com'),
+  TELNYX_API_KEY: optionalString,
+  TELNYX_API_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://api.telnyx.com/v2'),
+  TELNYX_CONNECTION_ID: optionalString,
+  VONAGE_API_KEY: optionalString,
+  VONAGE_API_SECRET: optionalString,
+  VONAGE_API_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://rest.nexmo.com'),
+  VONAGE_APPLICATION_ID: optionalString,
+  TELEPHONY_API_TIMEOUT_MS: int(8000, 100, 120_000),
   VONAGE_SIGNATURE_SECRET: optionalString,
   // Telnyx's webhook-signing public key: base64 of the raw 32-byte Ed25519 key, as the portal shows it.
   TELNYX_PUBLIC_KEY: optionalString.refine((v) => v === undefined || (Buffer.from(v, 'base64').length === 32 && Buffer.from(v, 'base64').toString('base64') === v), 'must be the base64 of a 32-byte Ed25519 public key'),
@@ -138,6 +149,17 @@ export interface ControlPlaneConfig {
   telnyx: {
     /** Base64 raw Ed25519 key webhooks are verified with. Unset: sandbox key pair in development (`loadTelnyxWebhookKey`), none in production. */
     publicKey: string | undefined;
+  };
+  /**
+   * The carriers' number APIs (search, buy, release, pricing): base URLs (a simulator's in
+   * tests) and credentials; a carrier without credentials is simulated in development and
+   * not configured in production (`startTelephonyProviders`). `timeoutMs` is per call.
+   */
+  carrierApis: {
+    twilio: { accountSid: string | undefined; authToken: string | undefined; apiBaseUrl: string; pricingBaseUrl: string };
+    telnyx: { apiKey: string | undefined; apiBaseUrl: string; connectionId: string | undefined };
+    vonage: { apiKey: string | undefined; apiSecret: string | undefined; apiBaseUrl: string; applicationId: string | undefined };
+    timeoutMs: number;
   };
   /** Public base of the media gateway for stream URLs (`wss://…` in production), no trailing slash. */
   mediaGatewayPublicUrl: string;
@@ -301,6 +323,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN },
     telnyx: { publicKey: e.TELNYX_PUBLIC_KEY },
     vonage: { signatureSecret: e.VONAGE_SIGNATURE_SECRET },
+    carrierApis: Object.freeze({
+      twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN, apiBaseUrl: e.TWILIO_API_BASE_URL.replace(/\/+$/, ''), pricingBaseUrl: e.TWILIO_PRICING_BASE_URL.replace(/\/+$/, '') },
+      telnyx: { apiKey: e.TELNYX_API_KEY, apiBaseUrl: e.TELNYX_API_BASE_URL.replace(/\/+$/, ''), connectionId: e.TELNYX_CONNECTION_ID },
+      vonage: { apiKey: e.VONAGE_API_KEY, apiSecret: e.VONAGE_API_SECRET, apiBaseUrl: e.VONAGE_API_BASE_URL.replace(/\/+$/, ''), applicationId: e.VONAGE_APPLICATION_ID },
+      timeoutMs: e.TELEPHONY_API_TIMEOUT_MS,
+    }),
     mediaGatewayPublicUrl: e.MEDIA_GATEWAY_PUBLIC_URL.replace(/\/$/, ''),
     mfa: Object.freeze({ issuer: e.MFA_ISSUER, webauthnRpId: rp.rpId, webauthnOrigins: Object.freeze(rp.origins) }),
     outboundAllowlist: Object.freeze(outboundAllowlist(e.OUTBOUND_ALLOWLIST, e.APP_ENV)),

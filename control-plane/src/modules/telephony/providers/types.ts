@@ -42,6 +42,8 @@ export interface AvailableNumber {
 export interface ProvisionRequest {
   /** E.164. */
   phoneNumber: string;
+  /** ISO 3166-1 alpha-2 of the number (Vonage's buy call needs it); default: from the calling code (+1 → US, +44 → GB…). */
+  country?: string;
   friendlyName?: string;
   /** The platform's inbound voice callback for this carrier (`{PUBLIC_URL}/webhooks/<carrier>/voice…`). */
   voiceWebhookUrl: string;
