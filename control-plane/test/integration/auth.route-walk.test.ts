@@ -22,6 +22,9 @@ const PUBLIC_OPERATIONS = new Set<string>([
   'GET /api/v1/openapi.json',
   'POST /api/v1/webhooks/twilio/voice',
   'POST /api/v1/webhooks/twilio/status',
+  'POST /api/v1/webhooks/twilio/sms',
+  'POST /api/v1/webhooks/twilio/whatsapp',
+  'POST /api/v1/webhooks/telegram/message',
   'POST /api/v1/auth/login',
   'POST /api/v1/auth/refresh',
   'POST /api/v1/auth/logout',
@@ -33,7 +36,7 @@ const PUBLIC_OPERATIONS = new Set<string>([
 ]);
 
 /** /api routes the OpenAPI document leaves out (all public: carrier callbacks and the document itself). */
-const HIDDEN_OPERATIONS = new Set<string>(['GET /api/v1/openapi.json', 'POST /api/v1/webhooks/twilio/voice', 'POST /api/v1/webhooks/twilio/status']);
+const HIDDEN_OPERATIONS = new Set<string>(['GET /api/v1/openapi.json', 'POST /api/v1/webhooks/twilio/voice', 'POST /api/v1/webhooks/twilio/status', 'POST /api/v1/webhooks/twilio/sms', 'POST /api/v1/webhooks/twilio/whatsapp', 'POST /api/v1/webhooks/telegram/message']);
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 interface Op {
