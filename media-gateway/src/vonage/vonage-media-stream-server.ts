@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { RawData, WebSocket } from 'ws';
 import type { OutboundPacer } from '../twilio/pacer.js';
-import { mediaStreamClosed } from '../twilio/twilio-leg.js';
+import { mediaStreamClosed } from '../paced-call-leg.js';
 import { refuseUpgrade as refuse, UpgradeRouter } from '../upgrade-router.js';
 import { VonageLeg } from './vonage-leg.js';
 import { isL16At16k, parseVonageMessage } from './wire.js';

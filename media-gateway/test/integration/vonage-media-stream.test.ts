@@ -10,7 +10,7 @@ import { startMediaGateway } from '../../src/gateway.js';
 import { StreamRefusedError } from '../../src/simulators/twilio-caller.js';
 import { VonageCallerSimulator } from '../../src/simulators/vonage-caller.js';
 import { OutboundPacer } from '../../src/twilio/pacer.js';
-import { mediaStreamClosed } from '../../src/twilio/twilio-leg.js';
+import { mediaStreamClosed } from '../../src/paced-call-leg.js';
 import { attachVonageMediaStreams, VONAGE_MEDIA_STREAM_PATH } from '../../src/vonage/vonage-media-stream-server.js';
 import type { VonageMediaStreams } from '../../src/vonage/vonage-media-stream-server.js';
 import type { VonageLeg } from '../../src/vonage/vonage-leg.js';
