@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { computeTwilioSignature } from '@vap/shared';
-import type { OpenAiSimRequest } from '@vap/voice-pipeline/simulators';
+import type { OpenAiSimulator } from '@vap/voice-pipeline/simulators';
 import { DEFAULT_LOST_CALL_RULES } from '../../src/modules/conversations/call-service.js';
 import { ConversationRepository } from '../../src/modules/conversations/repository.js';
 import { MESSAGING_APOLOGY, TEXT_ONLY_REPLY } from '../../src/modules/messaging/service.js';
@@ -29,7 +29,7 @@ beforeEach(() => w.openai.reset());
 const unique = (what: string) => `${what} ${randomBytes(4).toString('hex')}`;
 
 /** The chat requests the OpenAI simulator saw whose last user message is `text`. */
-function llmRequestsFor(text: string): OpenAiSimRequest[] {
+function llmRequestsFor(text: string): OpenAiSimulator['requests'] {
   return w.openai.requests.filter((r) => {
     const messages = (r.body as { messages?: { role: string; content: string }[] }).messages ?? [];
     return messages.findLast((m) => m.role === 'user')?.content === text;
