@@ -28,9 +28,9 @@ export const searchNumbersQuery = z.strictObject({
   areaCode: z.string().regex(/^\d{1,6}$/, 'must be 1 to 6 digits').optional().describe('National area code, digits only (415)'),
   contains: z
     .string()
-    .regex(/^[0-9A-Za-z*]{1,16}$/, 'must be 1 to 16 digits or letters (letters map to keypad digits)')
+    .regex(/^[0-9A-Za-z]{1,16}$/, 'must be 1 to 16 digits or letters (letters map to keypad digits)')
     .optional()
-    .describe('Digits or letters the number must contain'),
+    .describe('Digits or letters (keypad digits) the number must contain'),
   capabilities: z
     .string()
     .optional()
