@@ -106,6 +106,18 @@ describe('POST /webhooks/twilio/sms', () => {
     expect(await threadOf('sms', sender)).toHaveLength(1);
   });
 
+  it('puts messages a new sender sends at the same moment into one thread, each stored once in its own position', async () => {
+    const sender = randomSender();
+    const texts = [unique('one'), unique('two'), unique('three')];
+    const answers = await Promise.all(texts.map((t) => postTwilio(w.app, '/webhooks/twilio/sms', messageParams('sms', routed.phoneNumber, sender, t))));
+    expect(answers.map((a) => a.statusCode)).toEqual([200, 200, 200]);
+    const threads = await threadOf('sms', sender);
+    expect(threads).toHaveLength(1);
+    const stored = await messagesOf(threads[0]!.id);
+    expect(stored).toHaveLength(6);
+    expect(stored.filter((m) => m.role === 'user').map((m) => m.content).sort()).toEqual([...texts].sort());
+  });
+
   it('opens a new conversation once the thread was idle for 24 hours and completes the old one', async () => {
     const sender = randomSender();
     await postTwilio(w.app, '/webhooks/twilio/sms', messageParams('sms', routed.phoneNumber, sender, unique('first visit')));

@@ -170,7 +170,7 @@ export class MessagingService {
         if (stored !== 'stored') throw new Error(`messaging thread ${conv.id} is ${stored}`);
         return;
       } catch (err) {
-        if (attempt >= 5 || !isUniqueViolation(err, 'conversation_messages_seq_key')) throw err;
+        if (attempt >= 10 || !isUniqueViolation(err, 'conversation_messages_seq_key')) throw err;
       }
     }
   }
