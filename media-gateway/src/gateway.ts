@@ -11,6 +11,7 @@ import type { GatewayConfig } from './config.js';
 import { GatewayMetrics } from './metrics/gateway-metrics.js';
 import { EncoderPool } from './recording/encoder-pool.js';
 import { RecordingArchiver } from './recording/recording-archiver.js';
+import { attachTelnyxMediaStreams } from './telnyx/media-stream-server.js';
 import { attachTwilioMediaStreams } from './twilio/media-stream-server.js';
 import { OutboundPacer } from './twilio/pacer.js';
 import { mediaStreamClosed } from './twilio/twilio-leg.js';
@@ -62,7 +63,7 @@ export async function startMediaGateway(
   ];
   // Gauges read the endpoint (attached below) and the pacer only when scraped.
   const lateGapMs = 40;
-  const metrics = new GatewayMetrics({ activeCalls: () => streams.activeLegs + vonageStreams.activeLegs, pacerStats: () => pacer.stats, mediaStreamClosed, lateGapMs });
+  const metrics = new GatewayMetrics({ activeCalls: () => streams.activeLegs + vonageStreams.activeLegs + telnyxStreams.activeLegs, pacerStats: () => pacer.stats, mediaStreamClosed, lateGapMs });
   const pacer = new OutboundPacer({ lateGapMs, onSinkError: (err) => deps.logger.warn({ err }, 'outbound frame not sent'), onFrameGap: (gapMs) => metrics.frameGap(gapMs) });
   const gatewayId = newId('gw');
   const ownProviders = !deps.providers;
@@ -87,7 +88,8 @@ export async function startMediaGateway(
   const upgrades = new UpgradeRouter(app.server);
   const streams = attachTwilioMediaStreams(upgrades, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
   const vonageStreams = attachVonageMediaStreams(upgrades, { logger: deps.logger, pacer, onCall });
-  app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: streams.activeLegs + vonageStreams.activeLegs }));
+  const telnyxStreams = attachTelnyxMediaStreams(upgrades, { logger: deps.logger, pacer, onCall });
+  app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: streams.activeLegs + vonageStreams.activeLegs + telnyxStreams.activeLegs }));
   app.get('/metrics', async (req, reply) => {
     if (!metricsRequestAllowed(req.headers.authorization, config.metricsToken)) {
       return reply.code(401).header('WWW-Authenticate', 'Bearer').type('application/problem+json').send({ title: 'Unauthorized', status: 401, detail: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' });
@@ -121,6 +123,7 @@ export async function startMediaGateway(
       await encoders.close();
       await streams.close();
       await vonageStreams.close();
+      await telnyxStreams.close();
       upgrades.close();
       if (ownProviders) await providers.close();
       pacer.stop();

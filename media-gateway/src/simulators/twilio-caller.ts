@@ -4,36 +4,18 @@
  * Tests, the sandbox call command and the load generator all dial with it.
  */
 import { randomBytes } from 'node:crypto';
-import { EventEmitter } from 'node:events';
-import { WebSocket } from 'ws';
-import type { RawData } from 'ws';
+import type { RawData, WebSocket } from 'ws';
 import { computeTwilioSignature } from '@vap/shared';
 import { connectedMessage, decodeMediaPayload, dtmfMessage, inboundMediaMessage, markEchoMessage, parseGatewayMessage, startMessage, stopMessage } from '../twilio/serializer.js';
-import { CallerPlayback } from './caller-playback.js';
-import type { PlayedChunk } from './caller-playback.js';
-import { simulatorTicker } from './simulator-ticker.js';
+import { MulawCallerSimulator, openCarrierSocket } from './mulaw-caller.js';
 import { readTwiml } from './twiml-reader.js';
 
 export type { PlayedChunk } from './caller-playback.js';
-
-const FRAME_MS = 20;
-const FRAME_BYTES = 160;
-const SILENCE = new Uint8Array(FRAME_BYTES).fill(0xff);
-/** Inbound frames sent at most per tick after a late tick; older slots are skipped (timestamps jump, as Twilio's may). */
-const MAX_INBOUND_CATCH_UP = 5;
-const TIMER_TOLERANCE_MS = 2;
+export { StreamRefusedError } from './mulaw-caller.js';
 
 /** A Twilio-shaped SID: two-letter prefix + 32 hex characters. */
 export function twilioSid(prefix: 'CA' | 'AC' | 'MZ'): string {
   return prefix + randomBytes(16).toString('hex');
-}
-
-/** The upgrade was answered with an HTTP status instead of 101. */
-export class StreamRefusedError extends Error {
-  constructor(readonly status: number) {
-    super(`media stream upgrade refused with HTTP ${status}`);
-    this.name = 'StreamRefusedError';
-  }
 }
 
 /** How the simulated Twilio opens a stream. */
@@ -72,20 +54,6 @@ export interface PlaceCallOptions {
 /** The webhook connected a stream (`call`), or ended the call with a `<Say>` (`rejected`). */
 export type PlacedCall = { rejected: false; call: TwilioCallerSimulator; twiml: string } | { rejected: true; say: string; twiml: string };
 
-interface SpeechItem {
-  bytes: Uint8Array;
-  offset: number;
-  startedAt: number | undefined;
-  resolve: (r: { startedAt: number; endedAt: number }) => void;
-  reject: (err: Error) => void;
-}
-
-interface CallerEvents {
-  clear: [at: number];
-  mark: [name: string, cut: boolean];
-  closed: [code: number];
-}
-
 /**
  * One simulated call. Inbound: `media` every 20 ms at real time from `start` to the end,
  * speech from {@link say} or μ-law silence (a phone line never goes quiet on the wire).
@@ -93,55 +61,22 @@ interface CallerEvents {
  * before them has played, `clear` empties the queue and echoes pending marks at once.
  * Times are `performance.now()` ms.
  */
-export class TwilioCallerSimulator extends EventEmitter<CallerEvents> {
+export class TwilioCallerSimulator extends MulawCallerSimulator {
   readonly callSid: string;
   readonly accountSid: string;
   readonly streamSid: string;
   readonly from: string | undefined;
   readonly to: string | undefined;
   readonly customParameters: Readonly<Record<string, string>>;
-  /** Resolves with the close code once the socket is closed (by either side). */
-  readonly closed: Promise<number>;
-  /** Agent audio received: arrival time and size of every `media` message. */
-  readonly receivedMedia: { at: number; bytes: number }[] = [];
-  /** Messages from the gateway Twilio would flag (debugger 31950/31951): binary, invalid, wrong streamSid. */
-  readonly protocolErrors: string[] = [];
-  /** Inbound `media` messages sent. */
-  inboundFrames = 0;
 
-  private readonly playback: CallerPlayback;
-  private readonly speech: SpeechItem[] = [];
-  private seq = 0;
-  private startedAt = 0;
-  private frameSlot = 0;
-  private ended = false;
-
-  private constructor(
-    private readonly ws: WebSocket,
-    opts: TwilioCallerOptions,
-  ) {
-    super();
+  private constructor(ws: WebSocket, opts: TwilioCallerOptions) {
+    super(ws);
     this.callSid = opts.callSid ?? twilioSid('CA');
     this.accountSid = opts.accountSid ?? twilioSid('AC');
     this.streamSid = twilioSid('MZ');
     this.from = opts.from;
     this.to = opts.to;
     this.customParameters = Object.freeze({ ...(opts.customParameters ?? {}) });
-    this.playback = new CallerPlayback({
-      echoMark: (name, cut) => {
-        this.send(markEchoMessage({ sequenceNumber: ++this.seq, streamSid: this.streamSid, name }));
-        this.emit('mark', name, cut);
-      },
-    });
-    this.closed = new Promise((resolve) => {
-      ws.once('close', (code) => {
-        this.finish();
-        this.emit('closed', code);
-        resolve(code);
-      });
-    });
-    ws.on('error', () => {}); // a close follows; the code tells the story
-    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
   }
 
   /**
@@ -153,16 +88,7 @@ export class TwilioCallerSimulator extends EventEmitter<CallerEvents> {
     const bare = streamUrl.split('#')[0]!.split('?')[0]!;
     const headers: Record<string, string> = { 'User-Agent': 'TwilioProxy/1.1' };
     if (opts.authToken) headers['X-Twilio-Signature'] = computeTwilioSignature(opts.authToken, opts.signWithQuery ? streamUrl.split('#')[0]! : bare);
-    const ws = new WebSocket(bare, { headers, handshakeTimeout: opts.connectTimeoutMs ?? 5000 });
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('unexpected-response', (req, res) => {
-        res.resume();
-        req.destroy();
-        reject(new StreamRefusedError(res.statusCode ?? 0));
-      });
-      ws.once('error', reject);
-    });
+    const ws = await openCarrierSocket(bare, headers, opts.connectTimeoutMs);
     const sim = new TwilioCallerSimulator(ws, opts);
     sim.begin();
     return sim;
@@ -189,122 +115,29 @@ export class TwilioCallerSimulator extends EventEmitter<CallerEvents> {
     return { rejected: false, call, twiml };
   }
 
-  /**
-   * Speak: queue μ-law 8 kHz audio into the inbound stream after any speech already
-   * queued. Resolves when its last frame has been sent (a partial last frame is padded
-   * with silence); rejects if the call ends first.
-   */
-  say(mulaw: Uint8Array): Promise<{ startedAt: number; endedAt: number }> {
-    if (this.ended) return Promise.reject(new Error('call ended'));
-    const spoken = new Promise<{ startedAt: number; endedAt: number }>((resolve, reject) => {
-      if (mulaw.byteLength === 0) {
-        const now = performance.now();
-        resolve({ startedAt: now, endedAt: now });
-        return;
-      }
-      this.speech.push({ bytes: mulaw, offset: 0, startedAt: undefined, resolve, reject });
-    });
-    // A caller that does not await (`void sim.say(x)`, then hang up) must not cause an unhandled rejection.
-    spoken.catch(() => {});
-    return spoken;
-  }
-
-  /** Press a key: one `dtmf` message (`0-9`, `*`, `#`, `A-D`). */
-  pressDigit(digit: string): void {
-    if (!/^[0-9*#A-D]$/.test(digit)) throw new Error(`not a DTMF digit: ${digit}`);
-    this.send(dtmfMessage({ sequenceNumber: ++this.seq, streamSid: this.streamSid, digit }));
-  }
-
-  /** The caller hangs up: `stop`, then close (1000). Resolves when the socket is closed. */
-  async hangup(): Promise<number> {
-    if (this.ws.readyState === WebSocket.OPEN) {
-      this.send(stopMessage({ sequenceNumber: ++this.seq, streamSid: this.streamSid, accountSid: this.accountSid, callSid: this.callSid }));
-      this.finish();
-      this.ws.close(1000);
-    }
-    return this.closed;
-  }
-
-  /** Cut the TCP connection without a closing handshake (a network failure). */
-  drop(): void {
-    this.ws.terminate();
-  }
-
-  /** Non-silent agent audio that has played (or started playing, then was cut). */
-  get agentAudio(): readonly PlayedChunk[] {
-    return this.playback.played;
-  }
-
-  /** Milliseconds of non-silent agent audio the caller heard. */
-  get heardAgentAudioMs(): number {
-    return this.playback.heardMs;
-  }
-
-  /** Times a `clear` arrived. */
-  get clears(): readonly number[] {
-    return this.playback.clears;
-  }
-
-  /** Marks echoed, in order; `cut` when a `clear` returned them unplayed. */
-  get marksEchoed(): readonly { name: string; at: number; cut: boolean }[] {
-    return this.playback.marks;
-  }
-
-  /** Milliseconds of agent audio waiting to play. */
-  get playbackQueuedMs(): number {
-    return this.playback.queuedMs;
-  }
-
-  /** When the first non-silent agent audio that started playing at or after `t` started, or null. */
-  firstAgentAudioAfter(t: number): number | null {
-    return this.playback.played.find((c) => c.startedAt >= t)?.startedAt ?? null;
-  }
-
   private begin(): void {
     this.send(connectedMessage());
     this.send(startMessage({ sequenceNumber: ++this.seq, streamSid: this.streamSid, accountSid: this.accountSid, callSid: this.callSid, customParameters: { ...this.customParameters } }));
-    // Frame k is due at origin + k × 20 ms, on the shared ticker's grid.
-    this.startedAt = simulatorTicker.add(this);
+    this.startStreaming();
   }
 
-  /** @internal Called by the shared ticker every ~20 ms. */
-  tick(now: number): void {
-    if (this.ended) return;
-    this.playback.advance(now);
-    // Send the frames that are due, skipping beyond the catch-up bound. Timers may fire up
-    // to ~1 ms before their slot by this clock (libuv counts whole ms): hence the tolerance.
-    const due = Math.floor((now - this.startedAt + TIMER_TOLERANCE_MS) / FRAME_MS) + 1;
-    if (due - this.frameSlot > MAX_INBOUND_CATCH_UP) this.frameSlot = due - MAX_INBOUND_CATCH_UP;
-    while (this.frameSlot < due && !this.ended) this.sendInboundFrame(now);
+  protected inboundMediaText(chunk: number, timestampMs: number, mulaw: Uint8Array): string {
+    return inboundMediaMessage({ sequenceNumber: ++this.seq, streamSid: this.streamSid, chunk, timestampMs, mulaw });
   }
 
-  private sendInboundFrame(now: number): void {
-    const frame = this.nextSpeechFrame(now) ?? SILENCE;
-    this.send(inboundMediaMessage({ sequenceNumber: ++this.seq, streamSid: this.streamSid, chunk: ++this.inboundFrames, timestampMs: this.frameSlot * FRAME_MS, mulaw: frame }));
-    this.frameSlot++;
+  protected markEchoText(name: string): string {
+    return markEchoMessage({ sequenceNumber: ++this.seq, streamSid: this.streamSid, name });
   }
 
-  private nextSpeechFrame(now: number): Uint8Array | null {
-    const item = this.speech[0];
-    if (!item) return null;
-    item.startedAt ??= now;
-    const end = Math.min(item.offset + FRAME_BYTES, item.bytes.byteLength);
-    let frame = item.bytes.subarray(item.offset, end);
-    if (frame.byteLength < FRAME_BYTES) {
-      const padded = new Uint8Array(FRAME_BYTES).fill(0xff);
-      padded.set(frame);
-      frame = padded;
-    }
-    item.offset = end;
-    if (item.offset >= item.bytes.byteLength) {
-      this.speech.shift();
-      item.resolve({ startedAt: item.startedAt, endedAt: now });
-    }
-    return frame;
+  protected dtmfText(digit: string): string {
+    return dtmfMessage({ sequenceNumber: ++this.seq, streamSid: this.streamSid, digit });
   }
 
-  private onMessage(data: RawData, isBinary: boolean): void {
-    const now = performance.now();
+  protected stopText(): string {
+    return stopMessage({ sequenceNumber: ++this.seq, streamSid: this.streamSid, accountSid: this.accountSid, callSid: this.callSid });
+  }
+
+  protected onMessage(data: RawData, isBinary: boolean, now: number): void {
     if (isBinary) {
       this.protocolErrors.push('31950 binary frame');
       return;
@@ -316,30 +149,15 @@ export class TwilioCallerSimulator extends EventEmitter<CallerEvents> {
       return;
     }
     switch (msg.event) {
-      case 'media': {
-        const bytes = decodeMediaPayload(msg.media.payload);
-        this.receivedMedia.push({ at: now, bytes: bytes.byteLength });
-        this.playback.enqueueAudio(bytes, now);
+      case 'media':
+        this.playAgentAudio(decodeMediaPayload(msg.media.payload), now);
         return;
-      }
       case 'mark':
-        this.playback.enqueueMark(msg.mark.name, now);
+        this.queueMark(msg.mark.name, now);
         return;
       case 'clear':
-        this.playback.clear(now);
-        this.emit('clear', now);
+        this.clearPlayback(now);
         return;
     }
-  }
-
-  private send(text: string): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
-  }
-
-  private finish(): void {
-    if (this.ended) return;
-    this.ended = true;
-    simulatorTicker.remove(this);
-    for (const item of this.speech.splice(0)) item.reject(new Error('call ended'));
   }
 }

@@ -1,13 +1,14 @@
 /**
- * Reads the little TwiML a voice webhook answers with (reference/telephony-twilio.md §1),
- * the way Twilio would act on it: `<Connect><Stream url>` with `<Parameter>`s opens a
+ * Reads the little TwiML (or Telnyx TeXML, the same vocabulary: reference/telephony-telnyx.md
+ * §1) a voice webhook answers with (reference/telephony-twilio.md §1), the way the carrier
+ * would act on it: `<Connect><Stream url>` with `<Parameter>`s opens a
  * media stream; `<Say>` and `<Hangup/>` / `<Reject/>` end the call. Pure, no XML
  * dependency: the vocabulary is small and attribute values are plain strings.
  */
 
 /** What the simulated caller does with the webhook's answer. */
 export type TwimlAction =
-  | { kind: 'stream'; url: string; name: string | undefined; customParameters: Record<string, string>; say: string | undefined }
+  | { kind: 'stream'; url: string; name: string | undefined; customParameters: Record<string, string>; say: string | undefined; attributes: Record<string, string> }
   | { kind: 'end'; say: string | undefined };
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
@@ -49,7 +50,8 @@ export function readTwiml(twiml: string): TwimlAction {
     }
     // A <Say> before <Connect> is played first; one after it only once the stream closed.
     const sayBefore = say !== undefined && xml.indexOf('<Say') < xml.indexOf('<Connect') ? sayText : undefined;
-    return { kind: 'stream', url: attrs.url, name: attrs.name, customParameters, say: sayBefore };
+    // `attributes`: all of the <Stream>'s, e.g. Telnyx's bidirectionalMode/Codec/SamplingRate.
+    return { kind: 'stream', url: attrs.url, name: attrs.name, customParameters, say: sayBefore, attributes: attrs };
   }
   if (/<(Hangup|Reject)\b[^>]*\/?>/.test(xml) || sayText !== undefined) return { kind: 'end', say: sayText };
   throw new Error('TwiML the simulated caller cannot follow');

@@ -14,7 +14,13 @@ export type RejectReason = 'invalid-json' | 'invalid-shape' | 'unknown-event';
 /** Called with the reason a message was dropped, for logging; `detail` never contains payload audio. */
 export type OnReject = (reason: RejectReason, detail: string) => void;
 
-function parseWith<T>(text: string, schema: z.ZodType<T>, known: ReadonlySet<string>, onReject?: OnReject, fast?: (value: Record<string, unknown>) => T | null): T | null {
+/**
+ * One JSON text frame → a message of `schema`, or `null` (never throws) for invalid JSON, a
+ * non-object, a missing or unknown `event` (names in `known`) or a wrong shape; `onReject`
+ * learns why. `fast` may accept a well-formed value without the schema. Shared by the
+ * carriers' serializers (Twilio, Telnyx).
+ */
+export function parseWith<T>(text: string, schema: z.ZodType<T>, known: ReadonlySet<string>, onReject?: OnReject, fast?: (value: Record<string, unknown>) => T | null): T | null {
   let value: unknown;
   try {
     value = JSON.parse(text);

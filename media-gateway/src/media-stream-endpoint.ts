@@ -1,0 +1,138 @@
+/**
+ * A carrier's media-stream WebSocket endpoint on one path of the gateway's
+ * {@link UpgradeRouter}: upgrade (after the carrier's own check), read the handshake until
+ * the carrier's `start`, hand the leg to `onCall`, and hang every leg up on close. The
+ * carrier (Twilio, Telnyx) supplies the upgrade check and turns its `start` into a leg.
+ * Every refusal and lost handshake is counted in `svc.telephony.media_stream_closed`.
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { WebSocketServer } from 'ws';
+import type { RawData, WebSocket } from 'ws';
+import { mediaStreamClosed } from './paced-call-leg.js';
+import type { PacedCallLeg } from './paced-call-leg.js';
+import { refuseUpgrade, UpgradeRouter } from './upgrade-router.js';
+
+/** Largest message accepted: a media message is ~300 bytes; `start` with many parameters a few kB. */
+const MAX_MESSAGE_BYTES = 64 * 1024;
+
+/** What a text frame received before the leg exists amounts to. */
+export type HandshakeStep<L> = { leg: L } | { unsupported: Record<string, unknown> } | null;
+
+export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
+  /** The path this endpoint claims (the query string is ignored by the router). */
+  path: string;
+  /** Bound to the carrier (`provider`). */
+  log: Logger;
+  /** False refuses the upgrade with 403 (counted as `bad-signature`). Default: accept. */
+  authorize?: (req: IncomingMessage) => boolean;
+  /**
+   * A text frame before the leg exists: its `start` → the new leg; a `start` the gateway
+   * cannot take → `unsupported` (closed 1003, the fields are logged); anything else → null
+   * (ignored, the handshake goes on).
+   */
+  handshake: (text: string, ws: WebSocket, req: IncomingMessage) => HandshakeStep<L>;
+  /** A stream passed its handshake. The callee owns the leg from here. */
+  onCall: (leg: L) => void;
+  /** Time allowed between the upgrade and `start`, ms. Default 10 000. */
+  handshakeTimeoutMs?: number;
+}
+
+/** The attached endpoint. */
+export interface MediaStreamEndpoint {
+  /** Legs handed to `onCall` that have not ended. */
+  readonly activeLegs: number;
+  /** Stop accepting upgrades, close handshaking sockets and hang up every leg (code 1001). */
+  close(): Promise<void>;
+}
+
+/**
+ * Serve a carrier's media streams on `opts.path` of `target`: the gateway's
+ * {@link UpgradeRouter}, or a bare server (a router of its own is made, which answers any
+ * other path 404).
+ */
+export function attachMediaStreamEndpoint<L extends PacedCallLeg>(target: Server | UpgradeRouter, opts: MediaStreamEndpointOptions<L>): MediaStreamEndpoint {
+  const ownRouter = target instanceof UpgradeRouter ? undefined : new UpgradeRouter(target);
+  const router = ownRouter ?? (target as UpgradeRouter);
+  const log = opts.log;
+  const handshakeTimeoutMs = opts.handshakeTimeoutMs ?? 10_000;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  const legs = new Set<L>();
+  const handshaking = new Set<WebSocket>();
+  let closing = false;
+
+  function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', (err) => log.debug({ err }, 'upgrade socket error'));
+    if (closing) return refuseUpgrade(socket, 503);
+    if (opts.authorize && !opts.authorize(req)) {
+      mediaStreamClosed.increment('bad-signature');
+      log.warn('media stream upgrade refused: bad signature or credentials');
+      return refuseUpgrade(socket, 403);
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => handshake(ws, req));
+  }
+
+  /** Read messages until `start`; anything else before it is ignored. */
+  function handshake(ws: WebSocket, req: IncomingMessage): void {
+    handshaking.add(ws);
+    const timer = setTimeout(() => {
+      cleanup();
+      mediaStreamClosed.increment('handshake-timeout');
+      log.warn({ timeoutMs: handshakeTimeoutMs }, 'media stream sent no start in time');
+      ws.close(1008, 'no start');
+    }, handshakeTimeoutMs);
+    const onMessage = (data: RawData, isBinary: boolean): void => {
+      if (isBinary) return;
+      const step = opts.handshake(data.toString(), ws, req);
+      if (!step) return;
+      cleanup();
+      if ('unsupported' in step) {
+        mediaStreamClosed.increment('unsupported-format');
+        log.warn(step.unsupported, 'media stream format is not μ-law 8 kHz mono');
+        ws.close(1003, 'unsupported media format');
+        return;
+      }
+      const leg = step.leg;
+      legs.add(leg);
+      leg.onEnd(() => legs.delete(leg));
+      log.info({ callSid: leg.callSid }, 'media stream started');
+      try {
+        opts.onCall(leg);
+      } catch (err) {
+        log.error({ err, callSid: leg.callSid }, 'call handler threw; hanging up');
+        void leg.hangup();
+      }
+    };
+    const onClose = (): void => {
+      cleanup();
+      mediaStreamClosed.increment('handshake-lost');
+      log.warn('media stream closed before start');
+    };
+    function cleanup(): void {
+      clearTimeout(timer);
+      handshaking.delete(ws);
+      ws.off('message', onMessage);
+      ws.off('close', onClose);
+    }
+    ws.on('message', onMessage);
+    ws.on('close', onClose);
+    ws.on('error', (err) => log.debug({ err }, 'media stream socket error'));
+  }
+
+  const release = router.add(opts.path, onUpgrade);
+
+  return {
+    get activeLegs() {
+      return legs.size;
+    },
+    async close() {
+      closing = true;
+      release();
+      ownRouter?.close();
+      for (const ws of handshaking) ws.terminate();
+      await Promise.all([...legs].map((leg) => leg.shutdown()));
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}

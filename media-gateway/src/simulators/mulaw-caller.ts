@@ -1,0 +1,255 @@
+/**
+ * The carrier-neutral half of a simulated phone caller on a μ-law 8 kHz media stream
+ * (Twilio, Telnyx): caller audio every 20 ms at real time (speech or μ-law silence), agent
+ * audio played from a queue at real time, marks echoed once the audio before them played,
+ * `clear` honoured. A carrier subclass writes and reads its own wire format.
+ * Times are `performance.now()` ms.
+ */
+import { EventEmitter } from 'node:events';
+import { WebSocket } from 'ws';
+import type { RawData } from 'ws';
+import { CallerPlayback } from './caller-playback.js';
+import type { PlayedChunk } from './caller-playback.js';
+import { simulatorTicker } from './simulator-ticker.js';
+
+const FRAME_MS = 20;
+const FRAME_BYTES = 160;
+const SILENCE = new Uint8Array(FRAME_BYTES).fill(0xff);
+/** Inbound frames sent at most per tick after a late tick; older slots are skipped (timestamps jump, as a carrier's may). */
+const MAX_INBOUND_CATCH_UP = 5;
+const TIMER_TOLERANCE_MS = 2;
+
+/** The upgrade was answered with an HTTP status instead of 101. */
+export class StreamRefusedError extends Error {
+  constructor(readonly status: number) {
+    super(`media stream upgrade refused with HTTP ${status}`);
+    this.name = 'StreamRefusedError';
+  }
+}
+
+/** Opens a WebSocket as a carrier would; rejects with {@link StreamRefusedError} when the upgrade is answered 403/404/…. */
+export async function openCarrierSocket(url: string, headers: Record<string, string>, connectTimeoutMs = 5000): Promise<WebSocket> {
+  const ws = new WebSocket(url, { headers, handshakeTimeout: connectTimeoutMs });
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('unexpected-response', (req, res) => {
+      res.resume();
+      req.destroy();
+      reject(new StreamRefusedError(res.statusCode ?? 0));
+    });
+    ws.once('error', reject);
+  });
+  return ws;
+}
+
+interface SpeechItem {
+  bytes: Uint8Array;
+  offset: number;
+  startedAt: number | undefined;
+  resolve: (r: { startedAt: number; endedAt: number }) => void;
+  reject: (err: Error) => void;
+}
+
+/** Events of a simulated call. */
+export interface CallerEvents {
+  clear: [at: number];
+  mark: [name: string, cut: boolean];
+  closed: [code: number];
+}
+
+/**
+ * One simulated call on an open socket. The subclass sends its handshake, then calls
+ * {@link startStreaming}; it reads the gateway's frames in {@link onMessage} and reports them
+ * with {@link playAgentAudio}, {@link queueMark} and {@link clearPlayback}.
+ */
+export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
+  /** Resolves with the close code once the socket is closed (by either side). */
+  readonly closed: Promise<number>;
+  /** Agent audio received: arrival time and size of every `media` message. */
+  readonly receivedMedia: { at: number; bytes: number }[] = [];
+  /** Messages from the gateway the carrier would flag (binary, invalid, wrong stream id). */
+  readonly protocolErrors: string[] = [];
+  /** Inbound `media` messages sent. */
+  inboundFrames = 0;
+
+  /** The carrier's message sequence number (the last one used). */
+  protected seq = 0;
+  private readonly playback: CallerPlayback;
+  private readonly speech: SpeechItem[] = [];
+  private startedAt = 0;
+  private frameSlot = 0;
+  private ended = false;
+
+  protected constructor(protected readonly ws: WebSocket) {
+    super();
+    this.playback = new CallerPlayback({
+      echoMark: (name, cut) => {
+        this.send(this.markEchoText(name));
+        this.emit('mark', name, cut);
+      },
+    });
+    this.closed = new Promise((resolve) => {
+      ws.once('close', (code) => {
+        this.finish();
+        this.emit('closed', code);
+        resolve(code);
+      });
+    });
+    ws.on('error', () => {}); // a close follows; the code tells the story
+    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary, performance.now()));
+  }
+
+  /** Caller audio frame `chunk` (from 1) at `timestampMs` since the stream started. */
+  protected abstract inboundMediaText(chunk: number, timestampMs: number, mulaw: Uint8Array): string;
+  protected abstract markEchoText(name: string): string;
+  protected abstract dtmfText(digit: string): string;
+  protected abstract stopText(): string;
+  /** One frame from the gateway, received at `now`. */
+  protected abstract onMessage(data: RawData, isBinary: boolean, now: number): void;
+
+  /**
+   * Speak: queue μ-law 8 kHz audio into the inbound stream after any speech already
+   * queued. Resolves when its last frame has been sent (a partial last frame is padded
+   * with silence); rejects if the call ends first.
+   */
+  say(mulaw: Uint8Array): Promise<{ startedAt: number; endedAt: number }> {
+    if (this.ended) return Promise.reject(new Error('call ended'));
+    const spoken = new Promise<{ startedAt: number; endedAt: number }>((resolve, reject) => {
+      if (mulaw.byteLength === 0) {
+        const now = performance.now();
+        resolve({ startedAt: now, endedAt: now });
+        return;
+      }
+      this.speech.push({ bytes: mulaw, offset: 0, startedAt: undefined, resolve, reject });
+    });
+    // A caller that does not await (`void sim.say(x)`, then hang up) must not cause an unhandled rejection.
+    spoken.catch(() => {});
+    return spoken;
+  }
+
+  /** Press a key: one `dtmf` message (`0-9`, `*`, `#`, `A-D`). */
+  pressDigit(digit: string): void {
+    if (!/^[0-9*#A-D]$/.test(digit)) throw new Error(`not a DTMF digit: ${digit}`);
+    this.send(this.dtmfText(digit));
+  }
+
+  /** The caller hangs up: `stop`, then close (1000). Resolves when the socket is closed. */
+  async hangup(): Promise<number> {
+    if (this.ws.readyState === WebSocket.OPEN) {
+      this.send(this.stopText());
+      this.finish();
+      this.ws.close(1000);
+    }
+    return this.closed;
+  }
+
+  /** Cut the TCP connection without a closing handshake (a network failure). */
+  drop(): void {
+    this.ws.terminate();
+  }
+
+  /** Non-silent agent audio that has played (or started playing, then was cut). */
+  get agentAudio(): readonly PlayedChunk[] {
+    return this.playback.played;
+  }
+
+  /** Milliseconds of non-silent agent audio the caller heard. */
+  get heardAgentAudioMs(): number {
+    return this.playback.heardMs;
+  }
+
+  /** Times a `clear` arrived. */
+  get clears(): readonly number[] {
+    return this.playback.clears;
+  }
+
+  /** Marks echoed, in order; `cut` when a `clear` returned them unplayed. */
+  get marksEchoed(): readonly { name: string; at: number; cut: boolean }[] {
+    return this.playback.marks;
+  }
+
+  /** Milliseconds of agent audio waiting to play. */
+  get playbackQueuedMs(): number {
+    return this.playback.queuedMs;
+  }
+
+  /** When the first non-silent agent audio that started playing at or after `t` started, or null. */
+  firstAgentAudioAfter(t: number): number | null {
+    return this.playback.played.find((c) => c.startedAt >= t)?.startedAt ?? null;
+  }
+
+  /** Caller audio begins: frame k is due at origin + k × 20 ms, on the shared ticker's grid. */
+  protected startStreaming(): void {
+    this.startedAt = simulatorTicker.add(this);
+  }
+
+  /** Agent audio arrived: it plays after what is queued. */
+  protected playAgentAudio(bytes: Uint8Array, now: number): void {
+    this.receivedMedia.push({ at: now, bytes: bytes.byteLength });
+    this.playback.enqueueAudio(bytes, now);
+  }
+
+  /** A mark arrived: echoed once the audio queued before it has played. */
+  protected queueMark(name: string, now: number): void {
+    this.playback.enqueueMark(name, now);
+  }
+
+  /** `clear` arrived: playback stops, queued marks are echoed at once. */
+  protected clearPlayback(now: number): void {
+    this.playback.clear(now);
+    this.emit('clear', now);
+  }
+
+  /** @internal Called by the shared ticker every ~20 ms. */
+  tick(now: number): void {
+    if (this.ended) return;
+    this.playback.advance(now);
+    // Send the frames that are due, skipping beyond the catch-up bound. Timers may fire up
+    // to ~1 ms before their slot by this clock (libuv counts whole ms): hence the tolerance.
+    const due = Math.floor((now - this.startedAt + TIMER_TOLERANCE_MS) / FRAME_MS) + 1;
+    if (due - this.frameSlot > MAX_INBOUND_CATCH_UP) this.frameSlot = due - MAX_INBOUND_CATCH_UP;
+    while (this.frameSlot < due && !this.ended) this.sendInboundFrame(now);
+  }
+
+  /** Sends a text frame while the socket is open. */
+  protected send(text: string): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
+  }
+
+  private sendInboundFrame(now: number): void {
+    const frame = this.nextSpeechFrame(now) ?? SILENCE;
+    this.sendInbound(this.inboundMediaText(++this.inboundFrames, this.frameSlot * FRAME_MS, frame));
+    this.frameSlot++;
+  }
+
+  /** How an inbound frame leaves; a subclass may hold some back to send them out of order. */
+  protected sendInbound(text: string): void {
+    this.send(text);
+  }
+
+  private nextSpeechFrame(now: number): Uint8Array | null {
+    const item = this.speech[0];
+    if (!item) return null;
+    item.startedAt ??= now;
+    const end = Math.min(item.offset + FRAME_BYTES, item.bytes.byteLength);
+    let frame = item.bytes.subarray(item.offset, end);
+    if (frame.byteLength < FRAME_BYTES) {
+      const padded = new Uint8Array(FRAME_BYTES).fill(0xff);
+      padded.set(frame);
+      frame = padded;
+    }
+    item.offset = end;
+    if (item.offset >= item.bytes.byteLength) {
+      this.speech.shift();
+      item.resolve({ startedAt: item.startedAt, endedAt: now });
+    }
+    return frame;
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    simulatorTicker.remove(this);
+    for (const item of this.speech.splice(0)) item.reject(new Error('call ended'));
+  }
+}

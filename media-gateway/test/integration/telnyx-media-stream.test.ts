@@ -1,0 +1,335 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { WebSocket } from 'ws';
+import { InProcessBus } from '@vap/shared';
+import { loadGatewayConfig } from '../../src/config.js';
+import { startMediaGateway } from '../../src/gateway.js';
+import type { MediaStreamEndpoint } from '../../src/media-stream-endpoint.js';
+import { mediaStreamClosed } from '../../src/paced-call-leg.js';
+import { StreamRefusedError } from '../../src/simulators/mulaw-caller.js';
+import { TelnyxCallerSimulator } from '../../src/simulators/telnyx-caller.js';
+import type { TelnyxCallerOptions } from '../../src/simulators/telnyx-caller.js';
+import { attachTelnyxMediaStreams, TELNYX_MEDIA_STREAM_PATH } from '../../src/telnyx/media-stream-server.js';
+import type { TelnyxLeg } from '../../src/telnyx/telnyx-leg.js';
+import { OutboundPacer } from '../../src/twilio/pacer.js';
+
+const logger = pino({ level: 'silent' });
+
+/** Loud, clearly non-silent μ-law (alternating near full-scale codes). */
+function tone(ms: number): Uint8Array {
+  const out = new Uint8Array(ms * 8);
+  for (let i = 0; i < out.length; i++) out[i] = i % 2 ? 0x0f : 0x8f;
+  return out;
+}
+
+/** μ-law with a different byte per 20 ms frame, so order can be checked frame by frame. */
+function numberedFrames(n: number): Uint8Array {
+  const out = new Uint8Array(n * 160);
+  for (let k = 0; k < n; k++) out.fill(0x10 + k, k * 160, (k + 1) * 160);
+  return out;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const gaps = (times: number[]): number[] => times.slice(1).map((t, i) => t - times[i]!);
+
+interface Harness {
+  base: string;
+  streamUrl: string;
+  streams: MediaStreamEndpoint;
+  nextLeg(): Promise<TelnyxLeg>;
+  close(): Promise<void>;
+}
+
+async function harness(opts: { handshakeTimeoutMs?: number } = {}): Promise<Harness> {
+  const server = createServer((_req, res) => res.writeHead(404).end());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const pacer = new OutboundPacer();
+  const legs: TelnyxLeg[] = [];
+  const waiting: ((leg: TelnyxLeg) => void)[] = [];
+  const streams = attachTelnyxMediaStreams(server, {
+    logger,
+    pacer,
+    handshakeTimeoutMs: opts.handshakeTimeoutMs,
+    onCall: (leg) => {
+      const w = waiting.shift();
+      if (w) w(leg);
+      else legs.push(leg);
+    },
+  });
+  return {
+    base,
+    streamUrl: `${base}${TELNYX_MEDIA_STREAM_PATH}?agentId=agt_q&tenantId=ten_q`,
+    streams,
+    nextLeg: () => {
+      const leg = legs.shift();
+      return leg ? Promise.resolve(leg) : new Promise((resolve) => waiting.push(resolve));
+    },
+    close: async () => {
+      await streams.close();
+      pacer.stop();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+async function rawClient(url: string): Promise<{ ws: WebSocket; closed: Promise<number> }> {
+  const ws = new WebSocket(url);
+  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return { ws, closed };
+}
+
+function startText(streamId: string, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    event: 'start',
+    sequence_number: '1',
+    stream_id: streamId,
+    start: { call_control_id: 'v3:raw', from: '+15550001111', to: '+15550002222', custom_parameters: { via: 'raw' }, media_format: { encoding: 'PCMU', sample_rate: 8000, channels: 1 }, ...extra },
+  });
+}
+
+const ROUTING = { agentId: 'agt_1', tenantId: 'ten_1', callSid: 'v3:call-1', from: '+15551230001', to: '+15551230002', direction: 'inbound' };
+
+let h: Harness;
+let sims: TelnyxCallerSimulator[] = [];
+
+async function dial(opts: TelnyxCallerOptions = {}): Promise<{ sim: TelnyxCallerSimulator; leg: TelnyxLeg }> {
+  const sim = await TelnyxCallerSimulator.connect(h.streamUrl, { customParameters: ROUTING, callControlId: 'v3:call-1', ...opts });
+  sims.push(sim);
+  return { sim, leg: await h.nextLeg() };
+}
+
+describe('Telnyx media stream server', () => {
+  beforeEach(async () => {
+    h = await harness();
+  });
+  afterEach(async () => {
+    for (const s of sims) s.drop();
+    sims = [];
+    await h.close();
+  });
+
+  it('upgrades on its own path only', async () => {
+    await expect(TelnyxCallerSimulator.connect(`${h.base}/api/v1/webhooks/twilio/media-stream`)).rejects.toEqual(new StreamRefusedError(404));
+  });
+
+  it('hands a leg to onCall after start, with the TeXML parameters as the session expects them', async () => {
+    const { sim, leg } = await dial();
+    expect(leg.provider).toBe('telnyx');
+    expect(leg.callSid).toBe('v3:call-1');
+    expect(leg.streamId).toBe(sim.streamId);
+    expect(leg.callControlId).toBe('v3:call-1');
+    expect(leg.parameters).toEqual(ROUTING);
+    expect(h.streams.activeLegs).toBe(1);
+    expect(sim.protocolErrors).toEqual([]);
+  });
+
+  it('fills missing parameters from client_state, the start fields and the URL query; custom parameters win', async () => {
+    const clientState = Buffer.from(JSON.stringify({ tenantId: 'ten_state', note: 'vip', n: 1 })).toString('base64');
+    const { leg } = await dial({ customParameters: { agentId: 'agt_custom' }, clientState, keepQuery: true, callControlId: 'v3:cc-9', from: '+15550000001', to: '+15550000002' });
+    expect(leg.parameters).toEqual({ agentId: 'agt_custom', tenantId: 'ten_state', note: 'vip', callSid: 'v3:cc-9', from: '+15550000001', to: '+15550000002' });
+    expect(leg.callSid).toBe('v3:cc-9');
+  });
+
+  it('delivers caller audio at the 20 ms cadence, whole and in order', async () => {
+    const { sim, leg } = await dial();
+    const arrivals: number[] = [];
+    const bytes: number[] = [];
+    leg.onAudio((mulaw) => {
+      arrivals.push(performance.now());
+      bytes.push(...mulaw);
+    });
+    const speech = tone(200);
+    await sim.say(speech);
+    await vi.waitFor(() => expect(arrivals.length).toBeGreaterThan(25), { timeout: 2000, interval: 20 });
+    expect(bytes.length).toBe(arrivals.length * 160);
+    expect(median(gaps(arrivals))).toBeGreaterThanOrEqual(15);
+    expect(median(gaps(arrivals))).toBeLessThanOrEqual(25);
+    const start = bytes.indexOf(0x8f);
+    expect(bytes.slice(start, start + speech.length)).toEqual([...speech]);
+  });
+
+  it('puts caller frames that arrive out of order back in chunk order', async () => {
+    const { sim, leg } = await dial({ swapEvery: 3 });
+    const frames: number[] = [];
+    leg.onAudio((mulaw) => frames.push(mulaw[0]!));
+    const speech = numberedFrames(12);
+    await sim.say(speech);
+    await vi.waitFor(() => expect(frames.filter((b) => b !== 0xff)).toHaveLength(12), { timeout: 2000, interval: 20 });
+    expect(frames.filter((b) => b !== 0xff)).toEqual(Array.from({ length: 12 }, (_, k) => 0x10 + k));
+    expect(leg.reorderStats).toEqual({ dropped: 0, skipped: 0 });
+  });
+
+  it('paces agent audio to Telnyx as 160-byte JSON media frames at real time', async () => {
+    const { sim, leg } = await dial();
+    leg.sendAudio(tone(600));
+    await vi.waitFor(() => expect(sim.receivedMedia.length).toBe(30), { timeout: 3000, interval: 20 });
+    expect(sim.receivedMedia.every((m) => m.bytes === 160)).toBe(true);
+    const at = sim.receivedMedia.map((m) => m.at);
+    expect(median(gaps(at.slice(3)))).toBeGreaterThanOrEqual(16);
+    expect(median(gaps(at.slice(3)))).toBeLessThanOrEqual(24);
+    await vi.waitFor(() => expect(sim.heardAgentAudioMs).toBeCloseTo(600, 0), { timeout: 2000, interval: 20 });
+    // The simulator checks each frame against the documented outbound shape (strict).
+    expect(sim.protocolErrors).toEqual([]);
+  });
+
+  it('reports a mark once the caller has played the audio before it', async () => {
+    const { sim, leg } = await dial();
+    const played: { name: string; at: number }[] = [];
+    leg.onMarkPlayed((name) => played.push({ name, at: performance.now() }));
+    const t0 = performance.now();
+    leg.sendAudio(tone(300));
+    leg.sendMark('utt-1');
+    await vi.waitFor(() => expect(played.map((p) => p.name)).toEqual(['utt-1']), { timeout: 2000, interval: 10 });
+    expect(played[0]!.at - t0).toBeGreaterThanOrEqual(300 - 5);
+    expect(sim.marksEchoed).toMatchObject([{ name: 'utt-1', cut: false }]);
+  });
+
+  it('clear empties the caller queue, fires onCleared and never reports the marks it cut', async () => {
+    const { sim, leg } = await dial();
+    const played: string[] = [];
+    const cleared: number[] = [];
+    leg.onMarkPlayed((name) => played.push(name));
+    leg.onCleared((at) => cleared.push(at));
+    leg.sendAudio(tone(60));
+    leg.sendMark('sent-then-cut');
+    leg.sendAudio(tone(1000));
+    leg.sendMark('never-sent');
+    const simCleared = new Promise<number>((resolve) => sim.once('clear', resolve));
+    leg.clear();
+    await simCleared;
+    expect(cleared).toHaveLength(1);
+    expect(sim.playbackQueuedMs).toBe(0);
+    expect(leg.queuedMs).toBe(0);
+    expect(sim.marksEchoed).toMatchObject([{ name: 'sent-then-cut', cut: true }]);
+    leg.sendMark('after-clear');
+    await vi.waitFor(() => expect(played).toEqual(['after-clear']), { timeout: 2000, interval: 10 });
+    const received = sim.receivedMedia.length;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(sim.receivedMedia.length).toBe(received);
+  });
+
+  it('pause clears Telnyx and holds the unplayed audio; resume plays it and then reports the mark', async () => {
+    const { sim, leg } = await dial();
+    const played: string[] = [];
+    leg.onMarkPlayed((name) => played.push(name));
+    leg.sendAudio(tone(400));
+    leg.sendMark('end');
+    await new Promise((r) => setTimeout(r, 120));
+    leg.pause();
+    await vi.waitFor(() => expect(sim.clears).toHaveLength(1), { timeout: 1000, interval: 10 });
+    const heardAtPause = sim.heardAgentAudioMs;
+    expect(leg.queuedMs).toBeGreaterThan(200);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(sim.heardAgentAudioMs).toBe(heardAtPause);
+    leg.resume();
+    await vi.waitFor(() => expect(played).toEqual(['end']), { timeout: 2000, interval: 10 });
+    // The held audio played after the pause: about the 400 ms sent in all, give or take the frame
+    // the pacer's playout model counted as started when the clear went out (not sent again).
+    expect(sim.heardAgentAudioMs).toBeGreaterThan(heardAtPause + 150);
+    expect(sim.heardAgentAudioMs).toBeGreaterThanOrEqual(360);
+    expect(sim.heardAgentAudioMs).toBeLessThanOrEqual(440);
+  });
+
+  it('passes key presses to onDtmf', async () => {
+    const { sim, leg } = await dial();
+    const digits: string[] = [];
+    leg.onDtmf((d) => digits.push(d));
+    sim.pressDigit('7');
+    sim.pressDigit('*');
+    await vi.waitFor(() => expect(digits).toEqual(['7', '*']), { timeout: 2000, interval: 10 });
+  });
+
+  it("ends with 'hangup' on stop and counts the close", async () => {
+    const { sim, leg } = await dial();
+    const before = mediaStreamClosed.get('hangup');
+    const ended = new Promise((resolve) => leg.onEnd(resolve));
+    await sim.hangup();
+    expect(await ended).toBe('hangup');
+    expect(mediaStreamClosed.get('hangup')).toBe(before + 1);
+    await vi.waitFor(() => expect(h.streams.activeLegs).toBe(0));
+  });
+
+  it("hangup() closes the socket with 1000 and ends with 'local'; a dropped socket ends with 'socket-lost'", async () => {
+    const first = await dial();
+    const reasons: string[] = [];
+    first.leg.onEnd((r) => reasons.push(r));
+    await first.leg.hangup();
+    expect(await first.sim.closed).toBe(1000);
+    expect(reasons).toEqual(['local']);
+    const second = await dial();
+    const lost = new Promise((resolve) => second.leg.onEnd(resolve));
+    second.sim.drop();
+    expect(await lost).toBe('socket-lost');
+  });
+
+  it('ignores bad messages, frames of another stream and binary frames, and keeps the call up', async () => {
+    const raw = await rawClient(h.streamUrl);
+    raw.ws.send(JSON.stringify({ event: 'connected', version: '1.0.0' }));
+    raw.ws.send(startText('st-raw'));
+    const leg = await h.nextLeg();
+    const audio: number[][] = [];
+    const digits: string[] = [];
+    leg.onAudio((a) => audio.push([...a]));
+    leg.onDtmf((d) => digits.push(d));
+    raw.ws.send('not json');
+    raw.ws.send(JSON.stringify({ event: 'media', stream_id: 'st-other', media: { track: 'inbound', chunk: '1', payload: 'AAAA' } }));
+    raw.ws.send(JSON.stringify({ event: 'media', stream_id: 'st-raw', media: {} }));
+    raw.ws.send(JSON.stringify({ event: 'dtmf', stream_id: 'st-raw', dtmf: { digit: 'x' } }));
+    raw.ws.send(JSON.stringify({ event: 'something-new', stream_id: 'st-raw' }));
+    raw.ws.send(JSON.stringify({ event: 'error', stream_id: 'st-raw', payload: { code: 100003, title: 'malformed_frame' } }));
+    raw.ws.send(Buffer.from([1, 2, 3]));
+    raw.ws.send(JSON.stringify({ event: 'media', stream_id: 'st-raw', media: { track: 'outbound', chunk: '1', payload: Buffer.from([9]).toString('base64') } }));
+    raw.ws.send(JSON.stringify({ event: 'media', stream_id: 'st-raw', media: { track: 'inbound', chunk: '1', timestamp: '0', payload: Buffer.from([7, 8]).toString('base64') } }));
+    raw.ws.send(JSON.stringify({ event: 'dtmf', stream_id: 'st-raw', dtmf: { digit: '3' } }));
+    await vi.waitFor(() => expect(digits).toEqual(['3']), { timeout: 2000, interval: 10 });
+    expect(audio).toEqual([[7, 8]]);
+    expect(leg.ended).toBe(false);
+    expect(leg.parameters).toEqual({ agentId: 'agt_q', tenantId: 'ten_q', callSid: 'v3:raw', from: '+15550001111', to: '+15550002222', via: 'raw' });
+    raw.ws.close();
+  });
+
+  it('closes a stream whose format is not PCMU 8 kHz mono, and counts it', async () => {
+    const before = mediaStreamClosed.get('unsupported-format');
+    const raw = await rawClient(h.streamUrl);
+    raw.ws.send(startText('st-pcma', { media_format: { encoding: 'PCMA', sample_rate: 8000, channels: 1 } }));
+    expect(await raw.closed).toBe(1003);
+    expect(mediaStreamClosed.get('unsupported-format')).toBe(before + 1);
+  });
+
+  it('closes a socket that sends no start in time', async () => {
+    const quick = await harness({ handshakeTimeoutMs: 150 });
+    try {
+      const before = mediaStreamClosed.get('handshake-timeout');
+      const raw = await rawClient(`${quick.base}${TELNYX_MEDIA_STREAM_PATH}`);
+      raw.ws.send(JSON.stringify({ event: 'connected', version: '1.0.0' }));
+      raw.ws.send(JSON.stringify({ event: 'start', stream_id: 'st-x', start: {} }));
+      expect(await raw.closed).toBe(1008);
+      expect(mediaStreamClosed.get('handshake-timeout')).toBe(before + 1);
+    } finally {
+      await quick.close();
+    }
+  });
+});
+
+describe('media gateway with Telnyx streams', () => {
+  it('serves Telnyx beside Twilio on the one port, counts the call in /healthz and closes it on shutdown', async () => {
+    const legs: TelnyxLeg[] = [];
+    const gw = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' }), { bus: new InProcessBus(), logger, onCall: (leg) => legs.push(leg as TelnyxLeg) });
+    const sim = await TelnyxCallerSimulator.connect(`${gw.url.replace('http', 'ws')}${TELNYX_MEDIA_STREAM_PATH}`, { customParameters: { agentId: 'agt_9' } });
+    try {
+      await vi.waitFor(() => expect(legs).toHaveLength(1));
+      expect(legs[0]!.provider).toBe('telnyx');
+      expect(await (await fetch(`${gw.url}/healthz`)).json()).toMatchObject({ activeCalls: 1 });
+    } finally {
+      await gw.close();
+    }
+    expect(await sim.closed).toBe(1001);
+  });
+});
