@@ -16,7 +16,8 @@ async function main(): Promise<void> {
   const cp = await startControlPlane(config, { bus, logger: logger.child({ service: 'control-plane' }) });
   // The same Twilio token on both sides: the gateway checks stream upgrades with what the webhook checked
   // (TWILIO_AUTH_TOKEN, or in sandbox mode the generated token in DATA_DIR/twilio-sandbox-token).
-  const gw = await startMediaGateway({ ...gatewayConfig, twilioAuthToken: cp.twilio.token }, { bus, logger: logger.child({ service: 'media-gateway' }) });
+  // Likewise the Vonage signature secret for WebSocket upgrades (development sandbox: DATA_DIR/vonage-sandbox-signature-secret).
+  const gw = await startMediaGateway({ ...gatewayConfig, twilioAuthToken: cp.twilio.token, vonageSignatureSecret: cp.vonage.secret }, { bus, logger: logger.child({ service: 'media-gateway' }) });
 
   const lines = [
     '',

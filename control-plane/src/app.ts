@@ -52,6 +52,7 @@ import { registerMetrics } from './modules/metrics/metrics-routes.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { twilioWebhookRoutes } from './modules/telephony/twilio-webhook-routes.js';
+import type { TelephonyProviders } from './modules/telephony/providers/index.js';
 import { messagingRoutes } from './modules/messaging/routes.js';
 import type { TelegramBotApi } from './modules/messaging/telegram-bot-api.js';
 import type { AnalysisLlms } from './modules/conversations/analysis-llm.js';
@@ -96,6 +97,13 @@ export interface AppDeps {
   mailer?: Mailer;
   /** Served at `GET /metrics` with the process metrics; default a fresh set (the dispatcher and job runner report into the one given). */
   metrics?: ControlPlaneMetrics;
+  /**
+   * The carriers' number APIs (`startTelephonyProviders`: simulators in development without
+   * keys). Routes take `deps.telephony ?? createTelephonyProviders(config.carrierApis, { errors:
+   * metrics.telephonyApiErrors })`: a carrier without credentials is then not configured.
+   * Tests pass one on simulators (`startCarrierSimulators().config`).
+   */
+  telephony?: TelephonyProviders;
   /** The knowledge base's index, embedder and parsers (one per process, shared with its indexing job); default one on the recording store, closed with the app. */
   knowledgeBase?: KnowledgeBase;
 }
@@ -121,7 +129,8 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerProblemHandlers(app);
-  registerMetrics(app, { metrics: deps.metrics ?? new ControlPlaneMetrics(), token: config.metricsToken });
+  const metrics = deps.metrics ?? new ControlPlaneMetrics();
+  registerMetrics(app, { metrics, token: config.metricsToken });
 
   // Bodies are JSON; an empty body counts as no body, so `{}`-less action POSTs work.
   // Only JSON is accepted (uploads add multipart where they need it); anything else is a 415.

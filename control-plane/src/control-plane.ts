@@ -25,6 +25,7 @@ import { createKnowledgeBase } from './modules/knowledge-base/runtime.js';
 import { ControlPlaneMetrics } from './modules/metrics/control-plane-metrics.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { loadTwilioAuthToken } from './modules/telephony/twilio-credentials.js';
+import { startTelephonyProviders } from './modules/telephony/providers/index.js';
 import type { TwilioAuth } from './modules/telephony/twilio-credentials.js';
 import { loadVonageSignatureSecret } from './modules/telephony/vonage-credentials.js';
 import type { VonageSignature } from './modules/telephony/vonage-credentials.js';
@@ -89,6 +90,9 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     log.info({ mail: mailer.describe() }, 'outgoing mail ready');
     // One metrics registry for the API, the webhook dispatcher and the job runner (GET /metrics).
     const metrics = new ControlPlaneMetrics();
+    // Carrier number APIs: live with credentials; in development without them, simulators started here (sandbox).
+    const telephony = await startTelephonyProviders(config, { errors: metrics.telephonyApiErrors });
+    log.info({ carriers: telephony.describe() }, 'carrier number APIs ready');
     // Knowledge base: uploads are stored beside recordings (keys knowledge-base/…) and indexed by a durable job.
     const knowledgeBase = await createKnowledgeBase({ pool: database.pool, store: recordings, embedding: config.knowledgeBase.embedding, dataDir: config.dataDir, log: log.child({ module: 'knowledge-base' }) });
     // Post-call analysis and messaging replies on OpenAI (OPENAI_API_KEY) or a simulator started here (sandbox).
@@ -97,7 +101,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
     // Telegram replies: the Bot API (TELEGRAM_BOT_TOKEN) or a simulator started here (sandbox).
     const telegram = await startTelegram(config.telegram, { appEnv: config.appEnv, dataDir: config.dataDir });
     log.info({ telegram: telegram.describe(), secret: telegram.secretSource }, 'telegram messaging ready');
-    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, vonageSignatureSecret: vonage.secret, telnyxPublicKey: telnyx.publicKey, outbox, recordings, secretKey, mailer, metrics, knowledgeBase, messagingLlms: analysisLlms, telegram });
+    const app = await buildApp(config, { database, bus: deps.bus, secrets, logger: log, twilioAuthToken: twilio.token, vonageSignatureSecret: vonage.secret, telnyxPublicKey: telnyx.publicKey, outbox, recordings, secretKey, mailer, metrics, telephony, knowledgeBase, messagingLlms: analysisLlms, telegram });
     const dispatcher = config.webhooks.dispatcher
       ? new WebhookDispatcher({
           pool: database.pool,
@@ -121,7 +125,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       intervalMs: config.housekeepingIntervalMs,
     });
     const url = await app.listen({ host: config.host, port: config.port });
-    const admin = await startAdminServer(config, { database, logger: log }).catch(async (err: unknown) => {
+    const admin = await startAdminServer(config, { database, logger: log, telephony }).catch(async (err: unknown) => {
       await app.close();
       throw err;
     });
@@ -159,6 +163,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
         await jobs.stop();
         await knowledgeBase.close();
         await analysisLlms.close();
+        await telephony.close();
         await telegram.close();
         await dispatcher?.stop();
         await housekeeping.stop();

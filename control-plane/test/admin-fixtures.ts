@@ -2,13 +2,14 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { buildAdminApp } from '../src/admin/admin-server.js';
 import type { Database } from '../src/db/database.js';
+import type { TelephonyProviders } from '../src/modules/telephony/providers/index.js';
 import { testConfig } from './helpers.js';
 
 export const ADMIN_TOKEN = 'admin-test-token-0123456789abcdef';
 
-/** The admin app on `database`, built as startControlPlane builds it (not listening). */
-export async function createAdminApp(database: Database, env: Record<string, string> = {}): Promise<FastifyInstance> {
-  const app = await buildAdminApp(testConfig({ ADMIN_TOKEN, ...env }), { database, logger: pino({ level: 'silent' }), token: ADMIN_TOKEN });
+/** The admin app on `database`, built as startControlPlane builds it (not listening); `telephony`: carriers (e.g. on simulators). */
+export async function createAdminApp(database: Database, env: Record<string, string> = {}, deps: { telephony?: TelephonyProviders } = {}): Promise<FastifyInstance> {
+  const app = await buildAdminApp(testConfig({ ADMIN_TOKEN, ...env }), { database, logger: pino({ level: 'silent' }), token: ADMIN_TOKEN, ...deps });
   await app.ready();
   return app;
 }

@@ -18,6 +18,8 @@ export const gatewayConfigSchema = z.object({
   MEDIA_GATEWAY_PUBLIC_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:3001'),
   // Unset: stream upgrades are accepted without a signature check (sandbox).
   TWILIO_AUTH_TOKEN: z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined)),
+  // Shared with the control plane: Vonage signs its WebSocket upgrades with it. Unset: upgrades are not checked (sandbox).
+  VONAGE_SIGNATURE_SECRET: optionalText,
   // Provider keys. A provider without a key runs on its built-in simulator (sandbox).
   DEEPGRAM_API_KEY: optionalText,
   DEEPGRAM_BASE_URL: optionalUrl,
@@ -52,6 +54,8 @@ export interface GatewayConfig {
   publicUrl: string;
   /** Twilio Auth Token for stream-upgrade signatures; undefined in the sandbox. */
   twilioAuthToken: string | undefined;
+  /** Vonage signature secret for WebSocket-upgrade JWTs; undefined in the sandbox. */
+  vonageSignatureSecret: string | undefined;
   /** Keys and base URLs of real providers; a provider without a key uses its simulator. */
   providers: {
     deepgram: { apiKey?: string; baseUrl?: string };
@@ -90,6 +94,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     logLevel: e.LOG_LEVEL,
     publicUrl: e.MEDIA_GATEWAY_PUBLIC_URL.replace(/\/$/, ''),
     twilioAuthToken: e.TWILIO_AUTH_TOKEN,
+    vonageSignatureSecret: e.VONAGE_SIGNATURE_SECRET,
     providers: {
       deepgram: { apiKey: e.DEEPGRAM_API_KEY, baseUrl: e.DEEPGRAM_BASE_URL },
       openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },

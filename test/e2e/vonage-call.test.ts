@@ -68,9 +68,12 @@ describe('a phone call over Vonage, end to end', () => {
     expect(await p.gatewayActiveCalls()).toBe(0);
   });
 
-  it('apologises in an NCCO for a number that is not routed, and refuses an answer webhook signed with another secret', async () => {
+  it('apologises in an NCCO for a number that is not routed, refuses an answer webhook signed with another secret and an unsigned WebSocket upgrade', async () => {
     const placed = await VonageCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, signatureSecret: SECRET, from: '14155550100', to: '15550009999' });
     expect(placed).toMatchObject({ rejected: true, say: 'Sorry, we cannot take your call right now. Please try again later. Goodbye.' });
     await expect(VonageCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, signatureSecret: 'another-secret', from: '14155550100', to: '15550009999' })).rejects.toThrow(/HTTP 403/);
+    // The gateway shares the secret: a WebSocket upgrade without Vonage's signed JWT is refused.
+    const uri = `${p.gateway.url.replace('http', 'ws')}/api/v1/webhooks/vonage/media-stream`;
+    await expect(VonageCallerSimulator.connect(uri, { headers: { agentId: 'agt_x', tenantId: 'ten_x', callSid: randomUUID() } })).rejects.toMatchObject({ status: 403 });
   });
 });

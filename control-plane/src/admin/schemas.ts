@@ -64,3 +64,46 @@ export const callNotFoundSchema = z.object({ callSid: z.string(), message: z.str
 export function simulatedCallSid(): string {
   return `SIMULATED-${randomUUID()}`;
 }
+
+/** Body of `validate-connection`: `provider` comes out lower-case, `countryCode` upper-case (default `US`). */
+export const validateConnectionBody = z.strictObject({
+  provider: providerSchema,
+  countryCode: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z]{2}$/, 'must be an ISO 3166-1 alpha-2 country code such as US or GB')
+    .transform((v) => v.toUpperCase())
+    .default('US'),
+});
+
+/** Response of `validate-connection`: always 200; `success` and `detail` say how the probe went. */
+export const validateConnectionResponse = z.object({
+  provider: z.enum(['Twilio', 'Vonage', 'Telnyx']),
+  success: z.boolean(),
+  probeCountry: z.string(),
+  detail: z.string().describe('What happened: authenticated, missing configuration (the variables to set), Unauthorized (401), Forbidden (403), HTTP timeout, or the carrier status'),
+});
+
+/** Query of `repair-provider-sids`: `dryRun` (`true`/`false`, default `true`: nothing is written unless asked). */
+export const repairProviderSidsQuery = z.object({
+  dryRun: z.enum(['true', 'false'], { error: 'must be true or false' }).default('true').transform((v) => v === 'true'),
+});
+
+/** Summary of `repair-provider-sids` (spec "Telephony debug"). */
+export const repairSummarySchema = z.object({
+  dryRun: z.boolean(),
+  scanned: z.number().int(),
+  repaired: z.number().int().describe('Numbers whose provider id was rewritten (in a dry run: would be rewritten)'),
+  alreadyCorrect: z.number().int(),
+  missingOnProvider: z.number().int(),
+  errors: z.number().int(),
+  items: z.array(
+    z.object({
+      id: z.string(),
+      phoneNumber: z.string(),
+      storedProviderSid: z.string().nullable(),
+      canonicalProviderSid: z.string().nullable(),
+      action: z.string().describe('`repaired`, `already-correct`, `missing-on-telnyx` or `error: <text>`'),
+    }),
+  ),
+});

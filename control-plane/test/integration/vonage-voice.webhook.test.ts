@@ -70,7 +70,7 @@ function routedLogs(callSid: string): Record<string, unknown>[] {
   return logs.filter((l) => l['callSid'] === callSid && typeof l['msg'] === 'string' && /inbound call|Vonage call/.test(l['msg']));
 }
 
-type Ncco = { action: string; text?: string; endpoint?: { type: string; uri: string; 'content-type': string; headers: Record<string, string> }[] }[];
+type Ncco = { action: string; text?: string; endpoint?: { type: string; uri: string; 'content-type': string; headers: Record<string, string>; authorization?: { type: string } }[] }[];
 
 function expectApology(res: LightMyRequestResponse): void {
   expect(res.statusCode).toBe(200);
@@ -100,6 +100,8 @@ describe('Vonage answer webhook', () => {
         'content-type': 'audio/l16;rate=16000',
         // Numbers normalised to E.164; the carrier call id is Vonage's uuid.
         headers: { agentId, tenantId: tenant.tenantId, callSid: body.uuid, from: '+447700900000', to: `+${ourNumber}`, direction: 'inbound' },
+        // Vonage then signs the WebSocket upgrade with its webhook JWT, which the gateway checks.
+        authorization: { type: 'vonage' },
       },
     ]);
     expect(routedLogs(body.uuid!).map((l) => l['msg'])).toEqual(['inbound call routed to agent']);

@@ -49,6 +49,8 @@ export interface VonageCallerOptions {
   webhooks?: VonageWebhookTarget;
   /** Keep every received frame's audio (16 kHz samples) in {@link VonageCallerSimulator.receivedPcm}. */
   keepAudio?: boolean;
+  /** The upgrade's `Authorization` header (what the NCCO endpoint's `authorization` asks for); none by default. */
+  authorization?: string;
   /** Give up connecting after this long, ms. Default 5000. */
   connectTimeoutMs?: number;
 }
@@ -77,7 +79,7 @@ interface SpeechItem {
   reject: (err: Error) => void;
 }
 
-type NccoEndpoint = { type?: string; uri?: string; 'content-type'?: string; headers?: Record<string, string> };
+type NccoEndpoint = { type?: string; uri?: string; 'content-type'?: string; headers?: Record<string, string>; authorization?: { type?: string; value?: string } };
 type NccoAction = { action?: string; text?: string; endpoint?: NccoEndpoint[] };
 
 /** Status code of each event webhook the simulator posted, by status. */
@@ -141,7 +143,7 @@ export class VonageCallerSimulator extends EventEmitter<{ closed: [code: number]
 
   /** Open the socket as Vonage does (the URI as given), send `websocket:connected`, start the caller's frames. */
   static async connect(uri: string, opts: VonageCallerOptions = {}): Promise<VonageCallerSimulator> {
-    const ws = new WebSocket(uri, { handshakeTimeout: opts.connectTimeoutMs ?? 5000 });
+    const ws = new WebSocket(uri, { handshakeTimeout: opts.connectTimeoutMs ?? 5000, ...(opts.authorization ? { headers: { Authorization: opts.authorization } } : {}) });
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('unexpected-response', (req, res) => {
@@ -180,8 +182,12 @@ export class VonageCallerSimulator extends EventEmitter<{ closed: [code: number]
     const ncco = JSON.parse(text) as NccoAction[];
     const endpoint = ncco.find((a) => a.action === 'connect')?.endpoint?.find((e) => e.type === 'websocket');
     if (!endpoint?.uri) return { rejected: true, say: ncco.find((a) => a.action === 'talk')?.text ?? '', ncco };
+    // §2: `{type: 'vonage'}` → Vonage's signed JWT on the upgrade; `{type: 'custom', value}` → sent verbatim.
+    const auth = endpoint.authorization;
+    const authorization = auth?.type === 'vonage' ? `Bearer ${signVonageWebhook({ secret: opts.signatureSecret })}` : auth?.type === 'custom' ? auth.value : undefined;
     const call = await VonageCallerSimulator.connect(endpoint.uri, {
       headers: endpoint.headers ?? {},
+      ...(authorization ? { authorization } : {}),
       contentType: endpoint['content-type'] ?? 'audio/l16;rate=16000',
       uuid,
       from,

@@ -7,6 +7,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { RawData, WebSocket } from 'ws';
+import { verifyVonageWebhook, vonageBearerToken } from '@vap/shared';
 import type { OutboundPacer } from '../twilio/pacer.js';
 import { mediaStreamClosed } from '../paced-call-leg.js';
 import { refuseUpgrade as refuse, UpgradeRouter } from '../upgrade-router.js';
@@ -21,6 +22,12 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
 
 export interface VonageMediaStreamsOptions {
   logger: Logger;
+  /**
+   * The signature secret (VONAGE_SIGNATURE_SECRET). Set: every upgrade must carry the signed
+   * JWT Vonage sends for an endpoint with `authorization: {type: 'vonage'}` (403 otherwise).
+   * Undefined: upgrades are not checked (sandbox).
+   */
+  signatureSecret?: string | undefined;
   /** The gateway's one outbound pacer. */
   pacer: OutboundPacer;
   /** A call passed its handshake (`websocket:connected`, L16 16 kHz, a `callSid` header). The callee owns the leg from here. */
@@ -43,9 +50,9 @@ export interface VonageMediaStreams {
  * first text frame must be `websocket:connected` with `audio/l16;rate=16000` (what our
  * NCCO asks for) and the NCCO headers, `callSid` among them; anything else closes the
  * socket (1003 for another format, 1008 without a `callSid`). Binary frames before it are
- * ignored. Upgrades are not authenticated: the NCCO asks for no `authorization`, and
- * what a socket can do is bounded by the agent and tenant the control plane checks when the
- * call is prepared.
+ * ignored. With a signature secret, the upgrade's `Authorization: Bearer <JWT>` (our NCCO asks
+ * for `authorization: {type: 'vonage'}`, §2) must be HS256-signed with it and fresh; there is
+ * no body, so its `payload_hash` may be absent or the hash of the empty string (unconfirmed).
  */
 export function attachVonageMediaStreams(target: Server | UpgradeRouter, opts: VonageMediaStreamsOptions): VonageMediaStreams {
   const ownRouter = target instanceof UpgradeRouter ? undefined : new UpgradeRouter(target);
@@ -56,10 +63,28 @@ export function attachVonageMediaStreams(target: Server | UpgradeRouter, opts: V
   const legs = new Set<VonageLeg>();
   const handshaking = new Set<WebSocket>();
   let closing = false;
+  let sandboxLogged = false;
+
+  /** Null when the upgrade may proceed, else why it is refused. */
+  function authFailure(req: IncomingMessage): string | null {
+    if (!opts.signatureSecret) {
+      if (!sandboxLogged) log.warn('no Vonage signature secret configured: WebSocket upgrades are accepted without a check (sandbox)');
+      sandboxLogged = true;
+      return null;
+    }
+    const check = verifyVonageWebhook({ secret: opts.signatureSecret, token: vonageBearerToken(req.headers.authorization), rawBody: '', allowMissingPayloadHash: true });
+    return check.ok ? null : check.reason;
+  }
 
   function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', (err) => log.debug({ err }, 'upgrade socket error'));
     if (closing) return refuse(socket, 503);
+    const failure = authFailure(req);
+    if (failure) {
+      mediaStreamClosed.increment('bad-signature');
+      log.warn({ reason: failure }, 'Vonage WebSocket upgrade without a valid signed JWT refused');
+      return refuse(socket, 403);
+    }
     wss.handleUpgrade(req, socket, head, (ws) => handshake(ws));
   }
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { WebSocket } from 'ws';
-import { InProcessBus } from '@vap/shared';
+import { InProcessBus, signVonageWebhook } from '@vap/shared';
 import { mulawDecode, mulawEncode, pcm16ToBytesLE } from '@vap/voice-pipeline';
 import { loadGatewayConfig } from '../../src/config.js';
 import { startMediaGateway } from '../../src/gateway.js';
@@ -60,7 +60,7 @@ interface Harness {
   close(): Promise<void>;
 }
 
-async function harness(opts: { handshakeTimeoutMs?: number } = {}): Promise<Harness> {
+async function harness(opts: { handshakeTimeoutMs?: number; signatureSecret?: string } = {}): Promise<Harness> {
   const server = createServer((_req, res) => res.writeHead(404).end());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -71,6 +71,7 @@ async function harness(opts: { handshakeTimeoutMs?: number } = {}): Promise<Harn
     logger,
     pacer,
     ...(opts.handshakeTimeoutMs ? { handshakeTimeoutMs: opts.handshakeTimeoutMs } : {}),
+    signatureSecret: opts.signatureSecret,
     onCall: (leg) => {
       const w = waiting.shift();
       if (w) w(leg);
@@ -285,6 +286,29 @@ describe('Vonage WebSocket endpoint', () => {
       expect(await raw.closed).toBe(1008);
     } finally {
       await quick.close();
+    }
+  });
+});
+
+describe('Vonage WebSocket endpoint with a signature secret', () => {
+  const SECRET = 'vonage-gateway-test-secret-000000';
+
+  it('accepts an upgrade carrying a fresh JWT signed with the secret, and refuses a missing, mis-signed or stale one with 403', async () => {
+    const signed = await harness({ signatureSecret: SECRET });
+    try {
+      const before = mediaStreamClosed.get('bad-signature');
+      const refused = (authorization?: string) => expect(VonageCallerSimulator.connect(signed.uri, { headers: HEADERS, ...(authorization ? { authorization } : {}) })).rejects.toEqual(new StreamRefusedError(403));
+      await refused();
+      await refused(`Bearer ${signVonageWebhook({ secret: 'another-secret' })}`);
+      await refused(`Bearer ${signVonageWebhook({ secret: SECRET, iat: Math.floor(Date.now() / 1000) - 3600 })}`);
+      await refused(`Bearer ${signVonageWebhook({ secret: SECRET, rawBody: 'a body the upgrade does not have' })}`);
+      expect(mediaStreamClosed.get('bad-signature')).toBe(before + 4);
+      const sim = await VonageCallerSimulator.connect(signed.uri, { headers: HEADERS, authorization: `Bearer ${signVonageWebhook({ secret: SECRET })}` });
+      const leg = await signed.nextLeg();
+      expect(leg.callSid).toBe(HEADERS.callSid);
+      await sim.hangup();
+    } finally {
+      await signed.close();
     }
   });
 });

@@ -92,7 +92,8 @@ function connectStreamXml(provider: 'twilio' | 'telnyx', gatewayBaseUrl: string,
 
 /**
  * Vonage NCCO: one `connect` action to our WebSocket, 16 kHz linear PCM, with the stream
- * parameters as `headers` (echoed in the first WebSocket message; reference/telephony-vonage.md §2).
+ * parameters as `headers` (echoed in the first WebSocket message; reference/telephony-vonage.md §2),
+ * and `authorization: {type: 'vonage'}` so Vonage signs the upgrade with its webhook JWT.
  */
 function connectNcco(gatewayBaseUrl: string, call: InboundCall): string {
   const ncco = [
@@ -104,6 +105,7 @@ function connectNcco(gatewayBaseUrl: string, call: InboundCall): string {
           uri: mediaStreamUrl('vonage', gatewayBaseUrl, call),
           'content-type': 'audio/l16;rate=16000',
           headers: Object.fromEntries(streamParameters(call)),
+          authorization: { type: 'vonage' },
         },
       ],
     },

@@ -28,6 +28,8 @@ export type CarrierStatus =
 export interface TelephonyProviders {
   /** Every carrier; an unconfigured one throws `AppError('unavailable')` naming the variables to set. */
   providers: Record<TelephonyProviderName, TelephonyProvider>;
+  /** The same adapters with one attempt per call (timeout and error counting kept): a connection probe must make exactly one lookup. */
+  probes: Record<TelephonyProviderName, TelephonyProvider>;
   status: Record<TelephonyProviderName, CarrierStatus>;
   /** Per-attempt timeout of carrier calls (ms). */
   timeoutMs: number;
@@ -57,18 +59,20 @@ export function createTelephonyProviders(config: CarrierApisConfig, deps: { erro
         : [...(vonage.apiKey ? [] : ['VONAGE_API_KEY']), ...(vonage.apiSecret ? [] : ['VONAGE_API_SECRET'])],
   };
   const providers = {} as Record<TelephonyProviderName, TelephonyProvider>;
+  const probes = {} as Record<TelephonyProviderName, TelephonyProvider>;
   const status = {} as Record<TelephonyProviderName, CarrierStatus>;
   for (const name of ['twilio', 'telnyx', 'vonage'] as const) {
     const a = adapters[name];
     if (Array.isArray(a)) {
-      providers[name] = notConfigured(name, a);
+      providers[name] = probes[name] = notConfigured(name, a);
       status[name] = { configured: false, missing: a };
     } else {
       providers[name] = withTelephonyRetry(a.adapter, retry);
+      probes[name] = withTelephonyRetry(a.adapter, { ...retry, maxAttempts: 1 });
       status[name] = { configured: true, simulated: simulated.has(name), baseUrl: a.baseUrl };
     }
   }
-  return { providers, status, timeoutMs: retry.timeoutMs! };
+  return { providers, probes, status, timeoutMs: retry.timeoutMs! };
 }
 
 /**
