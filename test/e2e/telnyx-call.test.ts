@@ -1,0 +1,80 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TelnyxCallerSimulator, runCallerScript, telnyxCallControlId } from '@vap/media-gateway/simulators';
+import { telnyxPublicKeyBase64 } from '@vap/shared';
+import { callerSpeechMulaw } from '@vap/voice-pipeline';
+import { startPlatform } from './platform.js';
+import type { Platform } from './platform.js';
+
+const LINES = {
+  book: 'Hi, I would like to book a table for two tonight.',
+  bye: "Thanks, that's all. Goodbye.",
+};
+const REPLIES = {
+  book: 'Of course. What time would you like to come?',
+  bye: 'Thank you for calling. Goodbye!',
+};
+
+// Telnyx signs with its key; the control plane verifies with the public half (TELNYX_PUBLIC_KEY).
+const telnyxKey = generateKeyPairSync('ed25519').privateKey;
+
+describe('a phone call over Telnyx end to end', () => {
+  let p: Platform;
+
+  beforeAll(async () => {
+    p = await startPlatform('in-process', { TELNYX_PUBLIC_KEY: telnyxPublicKeyBase64(telnyxKey) });
+    const llm = p.providers.simulators.openai!;
+    llm.addReply({ match: 'book a table', reply: REPLIES.book });
+    llm.addReply({ match: 'Goodbye', reply: REPLIES.bye });
+  }, 60_000);
+  afterAll(async () => p?.close());
+
+  it('routes a signed TeXML webhook to the gateway, talks over the Telnyx stream, hangs up and stores the conversation as a Telnyx phone call', async () => {
+    const { number, agentId } = await p.agentWithNumber();
+    // The platform helper provisions Twilio numbers; this one is the tenant's Telnyx number.
+    await p.cp.database.pool.query(`update phone_numbers set provider = 'telnyx' where phone_number = $1`, [number]);
+    const callControlId = telnyxCallControlId();
+    p.providers.simulators.deepgram!.setScript(callControlId, [LINES.book, LINES.bye]);
+
+    // An unsigned webhook is refused before anything is routed.
+    const unsigned = await fetch(`${p.cpUrl}/webhooks/telnyx/voice`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `CallSid=v3:x&To=${encodeURIComponent(number)}` });
+    expect(unsigned.status).toBe(403);
+
+    // Frames are swapped now and then, as Telnyx may deliver them (reference §2.1).
+    const placed = await TelnyxCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, signingKey: telnyxKey, from: '+14155550123', to: number, callControlId, stream: { swapEvery: 7 } });
+    expect(placed.rejected).toBe(false);
+    if (placed.rejected) return;
+    expect(placed.texml).toContain('bidirectionalMode="rtp"');
+    const call = placed.call;
+    const timings = await runCallerScript(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }, { say: LINES.bye }, { expectHangup: true }], { speech: callerSpeechMulaw });
+    for (const t of timings) expect(t.latencyMs, t.said).not.toBeNull();
+    expect(call.protocolErrors).toEqual([]);
+    expect(call.marksEchoed.length).toBeGreaterThan(0);
+
+    const summary = p.gateway.sessions!.summary(callControlId)!;
+    expect(summary.conversationId).toMatch(/^conv_/);
+    const conv = await p.finishedConversation(summary.conversationId!);
+    expect(conv).toMatchObject({ agentId, channel: 'phone', direction: 'inbound', status: 'completed', caller: { phoneNumber: '+14155550123' } });
+
+    const { body: msgs } = await p.api('GET', `/api/v1/conversations/${conv.id}/messages`);
+    const said = msgs.messages.map((m: { role: string; content: string }) => `${m.role}: ${m.content}`);
+    expect(said[0]).toBe('agent: Hello! Thanks for calling Harbour Bistro. How can I help?');
+    expect(said).toContain(`user: ${LINES.book}`);
+    expect(said).toContain(`agent: ${REPLIES.book}`);
+    expect(said).toContain(`user: ${LINES.bye}`);
+    expect(said[said.length - 1]).toBe(`agent: ${REPLIES.bye}`);
+
+    const { body: transcript } = await p.api('GET', `/api/v1/conversations/${conv.id}/transcript`);
+    expect(transcript.turns.map((t: { speaker: string }) => t.speaker)).toEqual(expect.arrayContaining(['user', 'agent']));
+
+    const { body: costs } = await p.api('GET', `/api/v1/conversations/${conv.id}/costs`);
+    expect(costs.breakdown.telephony).toMatchObject({ provider: 'telnyx', minutes: Math.max(1, Math.ceil(conv.durationSeconds / 60)) });
+    expect(await p.gatewayActiveCalls()).toBe(0);
+  }, 90_000);
+
+  it('apologises and hangs up on a signed call to a number that is not a Telnyx number of any agent', async () => {
+    const { number } = await p.agentWithNumber(); // a Twilio number: not reachable through Telnyx
+    const placed = await TelnyxCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, signingKey: telnyxKey, from: '+14155550124', to: number });
+    expect(placed).toMatchObject({ rejected: true, say: 'Sorry, we cannot take your call right now. Please try again later. Goodbye.' });
+  });
+});
