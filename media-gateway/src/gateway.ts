@@ -87,7 +87,7 @@ export async function startMediaGateway(
   // Each carrier's media-stream endpoint claims its own path on the one upgrade router.
   const upgrades = new UpgradeRouter(app.server);
   const streams = attachTwilioMediaStreams(upgrades, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
-  const vonageStreams = attachVonageMediaStreams(upgrades, { logger: deps.logger, pacer, onCall });
+  const vonageStreams = attachVonageMediaStreams(upgrades, { logger: deps.logger, signatureSecret: config.vonageSignatureSecret, pacer, onCall });
   const telnyxStreams = attachTelnyxMediaStreams(upgrades, { logger: deps.logger, pacer, onCall });
   app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: streams.activeLegs + vonageStreams.activeLegs + telnyxStreams.activeLegs }));
   app.get('/metrics', async (req, reply) => {
