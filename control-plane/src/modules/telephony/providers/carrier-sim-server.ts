@@ -122,7 +122,12 @@ export abstract class CarrierSimServer {
       reply = { status, body: this.errorBody(status) };
     } else {
       const request: SimRequest = { method: entry.method, path: entry.path, query: entry.query, body: entry.body, auth: entry.auth };
-      reply = this.checkAuth(request) ?? this.route(request);
+      try {
+        reply = this.checkAuth(request) ?? this.route(request);
+      } catch {
+        // A simulator bug answers like a carrier fault rather than leaving the client hanging.
+        reply = { status: 500, body: this.errorBody(500) };
+      }
     }
     entry.status = reply.status;
     if (res.destroyed) return;
