@@ -10,6 +10,21 @@ export type InboundDecision =
   | { outcome: 'connected'; answer: InboundAnswer; numberId: string; agentId: string; tenantId: string }
   | { outcome: InboundRefusal; answer: InboundAnswer; numberId?: string; agentId?: string; error?: unknown };
 
+/**
+ * Logs a routing decision the same way for every carrier: `info` when connected, `error` with
+ * the cause on a failure, `warn` with the reason for the other refusals. `log` is bound to the
+ * call (`callSid`, `provider`); phone numbers are never logged.
+ */
+export function logInboundDecision(log: Record<'info' | 'warn' | 'error', (fields: Record<string, unknown>, msg: string) => void>, decision: InboundDecision): void {
+  if (decision.outcome === 'connected') {
+    log.info({ numberId: decision.numberId, agentId: decision.agentId, tenantId: decision.tenantId }, 'inbound call routed to agent');
+  } else if (decision.outcome === 'error') {
+    log.error({ err: decision.error, reason: decision.outcome }, 'inbound call answered with apology');
+  } else {
+    log.warn({ reason: decision.outcome, numberId: decision.numberId, agentId: decision.agentId }, 'inbound call answered with apology');
+  }
+}
+
 /** What the webhook knows about the call from the carrier's parameters. */
 export interface InboundRequest {
   callSid: string | undefined;

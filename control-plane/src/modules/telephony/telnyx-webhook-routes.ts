@@ -3,7 +3,7 @@ import { AppError, TELNYX_SIGNATURE_HEADER, TELNYX_TIMESTAMP_HEADER, checkTelnyx
 import type { Db } from '../../db/database.js';
 import { sendProblem } from '../../http/problem.js';
 import { apologyAnswer } from './inbound-answer.js';
-import { InboundCallRouter } from './inbound-call-router.js';
+import { InboundCallRouter, logInboundDecision } from './inbound-call-router.js';
 import type { InboundRequest } from './inbound-call-router.js';
 import { PhoneNumberRepository } from './phone-number-repository.js';
 
@@ -102,14 +102,7 @@ export const telnyxWebhookRoutes: FastifyPluginAsync<TelnyxWebhookOptions> = asy
       if (!body) return reply;
       const call = readTelnyxCall(body.text, body.contentType);
       const decision = await router.answer('telnyx', call);
-      const log = req.log.child({ callSid: call.callSid, provider: 'telnyx' });
-      if (decision.outcome === 'connected') {
-        log.info({ numberId: decision.numberId, agentId: decision.agentId, tenantId: decision.tenantId }, 'inbound call routed to agent');
-      } else if (decision.outcome === 'error') {
-        log.error({ err: decision.error, reason: decision.outcome }, 'inbound call answered with apology');
-      } else {
-        log.warn({ reason: decision.outcome, numberId: decision.numberId, agentId: decision.agentId }, 'inbound call answered with apology');
-      }
+      logInboundDecision(req.log.child({ callSid: call.callSid, provider: 'telnyx' }), decision);
       return reply.code(200).type(decision.answer.contentType).send(decision.answer.body);
     });
   }

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } f
 import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { apologyAnswer } from './inbound-answer.js';
-import { InboundCallRouter } from './inbound-call-router.js';
+import { InboundCallRouter, logInboundDecision } from './inbound-call-router.js';
 import { PhoneNumberRepository } from './phone-number-repository.js';
 import { registerTwilioFormParser, verifyTwilioRequest } from './twilio-request.js';
 import type { TwilioForm } from './twilio-request.js';
@@ -54,14 +54,7 @@ export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = asy
       if (!form) return reply;
       const callSid = form.get('CallSid');
       const decision = await router.answer('twilio', { callSid, from: form.get('From'), to: form.get('To') });
-      const log = req.log.child({ callSid, provider: 'twilio' });
-      if (decision.outcome === 'connected') {
-        log.info({ numberId: decision.numberId, agentId: decision.agentId, tenantId: decision.tenantId }, 'inbound call routed to agent');
-      } else if (decision.outcome === 'error') {
-        log.error({ err: decision.error, reason: decision.outcome }, 'inbound call answered with apology');
-      } else {
-        log.warn({ reason: decision.outcome, numberId: decision.numberId, agentId: decision.agentId }, 'inbound call answered with apology');
-      }
+      logInboundDecision(req.log.child({ callSid, provider: 'twilio' }), decision);
       return reply.code(200).type(decision.answer.contentType).send(decision.answer.body);
     });
 
