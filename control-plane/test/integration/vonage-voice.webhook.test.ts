@@ -1,4 +1,7 @@
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
@@ -10,6 +13,7 @@ import { openDatabase } from '../../src/db/database.js';
 import type { CallHandling } from '../../src/modules/conversations/call-handlers.js';
 import { APOLOGY_TEXT } from '../../src/modules/telephony/inbound-answer.js';
 import { PhoneNumberRepository } from '../../src/modules/telephony/phone-number-repository.js';
+import { VONAGE_SANDBOX_SECRET_FILE, loadVonageSignatureSecret } from '../../src/modules/telephony/vonage-credentials.js';
 import { SecretBox } from '../../src/secret-box.js';
 import { TEST_SECRET_KEY, createAgentFor, call, createTenant, testConfig } from '../helpers.js';
 import type { TestTenant } from '../helpers.js';
@@ -218,6 +222,24 @@ describe('without a signature secret', () => {
       expectForbidden(res);
     } finally {
       await bare.close();
+    }
+  });
+});
+
+describe('the Vonage signature secret', () => {
+  it('is generated once into DATA_DIR in development sandbox mode (0600), and absent in production without VONAGE_SIGNATURE_SECRET', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'vonage-secret-'));
+    try {
+      const first = loadVonageSignatureSecret(undefined, dir, 'development');
+      expect(first).toMatchObject({ sandbox: true, file: path.join(dir, VONAGE_SANDBOX_SECRET_FILE) });
+      expect(statSync(first.file!).mode & 0o777).toBe(0o600);
+      expect(readFileSync(first.file!, 'utf8').trim()).toBe(first.secret);
+      expect(first.secret).toMatch(/^[0-9a-f]{48}$/);
+      expect(loadVonageSignatureSecret(undefined, dir, 'development').secret).toBe(first.secret);
+      expect(loadVonageSignatureSecret(SECRET, dir, 'production')).toEqual({ secret: SECRET, sandbox: false });
+      expect(loadVonageSignatureSecret(undefined, dir, 'production')).toEqual({ secret: undefined, sandbox: false });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
