@@ -52,7 +52,11 @@ import { registerMetrics } from './modules/metrics/metrics-routes.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
 import { RateLimiter } from './modules/rate-limit/rate-limiter.js';
 import { twilioWebhookRoutes } from './modules/telephony/twilio-webhook-routes.js';
+import { createTelephonyProviders } from './modules/telephony/providers/index.js';
 import type { TelephonyProviders } from './modules/telephony/providers/index.js';
+import { PhoneNumberRepository } from './modules/telephony/phone-number-repository.js';
+import { phoneNumberRoutes } from './modules/telephony/phone-number-routes.js';
+import { PhoneNumberService } from './modules/telephony/phone-number-service.js';
 import { messagingRoutes } from './modules/messaging/routes.js';
 import type { TelegramBotApi } from './modules/messaging/telegram-bot-api.js';
 import type { AnalysisLlms } from './modules/conversations/analysis-llm.js';
@@ -215,6 +219,13 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       await deps.bus.publish('apiKeyChanged', SUBJECTS.apiKeyChanged.subject(tenantId, keyId), { tenantId, keyId, change: 'revoked', at: new Date().toISOString() });
     },
   });
+  const phoneNumbers = new PhoneNumberService({
+    repo: new PhoneNumberRepository(deps.database.db),
+    carriers: deps.telephony ?? createTelephonyProviders(config.carrierApis, { errors: metrics.telephonyApiErrors }),
+    publicUrl: config.publicUrl,
+    log: deps.logger.child({ module: 'phone-numbers' }),
+    now,
+  });
   const mfaRepo = new MfaRepository(deps.database.db);
   const relyingParty = { rpId: config.mfa.webauthnRpId, rpName: config.mfa.issuer, origins: config.mfa.webauthnOrigins };
   const mfaEnrolment = new MfaEnrolmentService({ repo: mfaRepo, secrets: deps.secrets, rp: relyingParty, now });
@@ -246,6 +257,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       await api.register(conversationRoutes, { service: conversations });
       await api.register(recordingRoutes, { service: recordings });
       await api.register(webhookRoutes, { service: webhooks });
+      await api.register(phoneNumberRoutes, { service: phoneNumbers });
       await api.register(userRoutes, { service: users });
       await api.register(invitationAcceptRoutes, { service: users });
       await api.register(knowledgeBaseRoutes, { service: knowledgeBaseService, tempDir: knowledgeBase.tempDir });
