@@ -24,6 +24,7 @@ export interface VonageCallEvent {
 export type VonageEventOutcome =
   | { kind: 'error-report' }
   | { kind: 'no-conversation'; final: boolean }
+  | { kind: 'lookup-failed'; final: boolean }
   | { kind: 'conversation'; conversationId: string; conversationStatus: string; final: boolean };
 
 /**
@@ -36,7 +37,8 @@ export type VonageEventOutcome =
  * - a final status for a conversation still `in_progress` is normal (the carrier's event
  *   and the gateway's end record race); the gateway's end record, or the lost-gateway
  *   watchdog, closes it with the real transcript and usage, which this event does not have.
- * Nothing is written: the events are logged with the conversation they belong to.
+ * Nothing is written: the events are logged with the conversation they belong to. A failing
+ * lookup (database down) still logs the status: a 5xx would only make Vonage send it again.
  */
 export class VonageCallStatus {
   constructor(private readonly db: Db) {}
@@ -48,15 +50,22 @@ export class VonageCallStatus {
       return { kind: 'error-report' };
     }
     const final = VONAGE_FINAL_STATUSES.has(event.status);
-    const [row] = uuid
-      ? await this.db
-          .select({ id: conversations.id, status: conversations.status })
-          .from(conversations)
-          .where(and(eq(conversations.provider, 'vonage'), eq(conversations.externalId, uuid)))
-          .orderBy(desc(conversations.startedAt))
-          .limit(1)
-      : [];
-    const fields = { provider: 'vonage', callSid: uuid, callStatus: event.status, detail: event.detail, durationSec: event.duration, conversationId: row?.id, conversationStatus: row?.status };
+    const base = { provider: 'vonage', callSid: uuid, callStatus: event.status, detail: event.detail, durationSec: event.duration };
+    let row: { id: string; status: string } | undefined;
+    try {
+      [row] = uuid
+        ? await this.db
+            .select({ id: conversations.id, status: conversations.status })
+            .from(conversations)
+            .where(and(eq(conversations.provider, 'vonage'), eq(conversations.externalId, uuid)))
+            .orderBy(desc(conversations.startedAt))
+            .limit(1)
+        : [];
+    } catch (err) {
+      log.warn({ ...base, err }, 'Vonage call status; its conversation could not be looked up');
+      return { kind: 'lookup-failed', final };
+    }
+    const fields = { ...base, conversationId: row?.id, conversationStatus: row?.status };
     if (!row) {
       log.info(fields, final ? 'Vonage call ended before its media stream connected' : 'Vonage call status');
       return { kind: 'no-conversation', final };
