@@ -8,5 +8,7 @@ export { createLogger } from './logger.js';
 export { bootstrapBanner } from './modules/tenants/bootstrap-banner.js';
 export { loadTwilioAuthToken, TWILIO_SANDBOX_TOKEN_FILE } from './modules/telephony/twilio-credentials.js';
 export type { TwilioAuth } from './modules/telephony/twilio-credentials.js';
+export { loadTelnyxWebhookKey, telnyxSandboxSigningKey, TELNYX_SANDBOX_KEY_FILE } from './modules/telephony/telnyx-credentials.js';
+export type { TelnyxWebhookKey } from './modules/telephony/telnyx-credentials.js';
 export { loadVonageSignatureSecret, VONAGE_SANDBOX_SECRET_FILE } from './modules/telephony/vonage-credentials.js';
 export type { VonageSignature } from './modules/telephony/vonage-credentials.js';

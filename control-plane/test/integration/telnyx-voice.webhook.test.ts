@@ -4,13 +4,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkTelnyxSignature, telnyxPublicKeyBase64, telnyxSignatureHeaders } from '@vap/shared';
+import { InProcessBus, checkTelnyxSignature, telnyxPublicKeyBase64, telnyxSignatureHeaders } from '@vap/shared';
+import { loadConfig } from '../../src/config.js';
+import { startControlPlane } from '../../src/control-plane.js';
 import { APOLOGY_TEXT } from '../../src/modules/telephony/inbound-answer.js';
 import { TELNYX_SANDBOX_KEY_FILE, loadTelnyxWebhookKey, telnyxSandboxSigningKey } from '../../src/modules/telephony/telnyx-credentials.js';
 import { createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
-import { TELEPHONY_ENV, agentWithNumber, randomE164 } from '../telephony-fixtures.js';
+import { TELEPHONY_ENV, agentWithNumber, freshDatabases, randomE164 } from '../telephony-fixtures.js';
 import { child, parseXml } from '../xml.js';
 
 // reference/telephony-telnyx.md §5: the verified test vector.
@@ -22,6 +25,7 @@ const VECTOR = {
 };
 
 const telnyxKey: KeyObject = generateKeyPairSync('ed25519').privateKey;
+const databases = freshDatabases('vap_telnyx');
 let t: TestApp;
 let tenant: TestTenant;
 let routed: { agentId: string; phoneNumber: string };
@@ -31,7 +35,10 @@ beforeAll(async () => {
   tenant = await createTenant(t.database);
   routed = await agentWithNumber(t.app, t.database, tenant, { provider: 'telnyx' });
 });
-afterAll(async () => t.close());
+afterAll(async () => {
+  await t.close();
+  await databases.dropAll();
+});
 
 /** TeXML voice-webhook parameters (reference §1: Twilio's names, CallSid = the Call Control id). */
 function texmlParams(to: string, overrides: Record<string, string> = {}): Record<string, string> {
@@ -194,6 +201,33 @@ describe('the Telnyx public key', () => {
       expect(checkTelnyxSignature({ publicKey: first.publicKey, signature: headers['telnyx-signature-ed25519'], timestamp: headers['telnyx-timestamp'], rawBody: 'To=%2B1555' })).toBeNull();
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('lets a development control plane without a key take calls signed with the sandbox key in DATA_DIR', async () => {
+    // A whole control plane (it loads the key at start) on a database of its own.
+    const databaseUrl = await databases.create();
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'telnyx-sandbox-'));
+    const bus = new InProcessBus();
+    const cp = await startControlPlane(
+      loadConfig({ DATABASE_URL: databaseUrl, HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'silent', DATA_DIR: dataDir, WEBHOOK_DISPATCHER: 'false', MEDIA_GATEWAY_PUBLIC_URL: 'wss://gw.example.com' }),
+      { bus, logger: pino({ level: 'silent' }) },
+    );
+    try {
+      expect(cp.telnyx).toMatchObject({ sandbox: true, file: path.join(dataDir, TELNYX_SANDBOX_KEY_FILE) });
+      const post = (key: KeyObject) => {
+        const body = form(texmlParams(randomE164()));
+        return fetch(`${cp.url}/webhooks/telnyx/voice`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...telnyxSignatureHeaders(key, body) }, body });
+      };
+      const ok = await post(telnyxSandboxSigningKey(dataDir).key);
+      // Accepted (no Telnyx number exists there, hence the apology), where another key gets 403.
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toContain(`<Say>${APOLOGY_TEXT}</Say>`);
+      expect((await post(telnyxKey)).status).toBe(403);
+    } finally {
+      await cp.close();
+      await bus.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
