@@ -3,7 +3,7 @@ import { AppError, validationError, verifyVonageWebhook, vonageBearerToken } fro
 import type { Db } from '../../db/database.js';
 import { sendProblem } from '../../http/problem.js';
 import { apologyAnswer } from './inbound-answer.js';
-import { InboundCallRouter } from './inbound-call-router.js';
+import { InboundCallRouter, logInboundDecision } from './inbound-call-router.js';
 import { PhoneNumberRepository } from './phone-number-repository.js';
 import { VonageCallStatus } from './vonage-call-status.js';
 import type { VonageCallEvent } from './vonage-call-status.js';
@@ -106,14 +106,7 @@ export const vonageWebhookRoutes: FastifyPluginAsync<VonageWebhookOptions> = asy
       if (!params) return reply;
       const callSid = field(params, 'uuid');
       const decision = await router.answer('vonage', { callSid, from: vonageE164(field(params, 'from')), to: vonageE164(field(params, 'to')) });
-      const log = req.log.child({ callSid, provider: 'vonage', conversationUuid: field(params, 'conversation_uuid') });
-      if (decision.outcome === 'connected') {
-        log.info({ numberId: decision.numberId, agentId: decision.agentId, tenantId: decision.tenantId }, 'inbound call routed to agent');
-      } else if (decision.outcome === 'error') {
-        log.error({ err: decision.error, reason: decision.outcome }, 'inbound call answered with apology');
-      } else {
-        log.warn({ reason: decision.outcome, numberId: decision.numberId, agentId: decision.agentId }, 'inbound call answered with apology');
-      }
+      logInboundDecision(req.log.child({ callSid, provider: 'vonage', conversationUuid: field(params, 'conversation_uuid') }), decision);
       return reply.code(200).type(decision.answer.contentType).send(decision.answer.body);
     };
     app.get(`${prefix}/webhooks/vonage/voice/answer`, ROUTE, answer);
