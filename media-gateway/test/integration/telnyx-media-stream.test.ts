@@ -1,28 +1,18 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { WebSocket } from 'ws';
 import { InProcessBus } from '@vap/shared';
 import { loadGatewayConfig } from '../../src/config.js';
 import { startMediaGateway } from '../../src/gateway.js';
-import type { MediaStreamEndpoint } from '../../src/media-stream-endpoint.js';
 import { mediaStreamClosed } from '../../src/paced-call-leg.js';
 import { StreamRefusedError } from '../../src/simulators/mulaw-caller.js';
 import { TelnyxCallerSimulator } from '../../src/simulators/telnyx-caller.js';
 import type { TelnyxCallerOptions } from '../../src/simulators/telnyx-caller.js';
 import { attachTelnyxMediaStreams, TELNYX_MEDIA_STREAM_PATH } from '../../src/telnyx/media-stream-server.js';
 import type { TelnyxLeg } from '../../src/telnyx/telnyx-leg.js';
-import { OutboundPacer } from '../../src/twilio/pacer.js';
+import { endpointHarness, gaps, median, rawClient, tone } from '../stream-test-kit.js';
+import type { EndpointHarness } from '../stream-test-kit.js';
 
 const logger = pino({ level: 'silent' });
-
-/** Loud, clearly non-silent μ-law (alternating near full-scale codes). */
-function tone(ms: number): Uint8Array {
-  const out = new Uint8Array(ms * 8);
-  for (let i = 0; i < out.length; i++) out[i] = i % 2 ? 0x0f : 0x8f;
-  return out;
-}
 
 /** μ-law with a different byte per 20 ms frame, so order can be checked frame by frame. */
 function numberedFrames(n: number): Uint8Array {
@@ -31,58 +21,13 @@ function numberedFrames(n: number): Uint8Array {
   return out;
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const gaps = (times: number[]): number[] => times.slice(1).map((t, i) => t - times[i]!);
-
-interface Harness {
-  base: string;
+interface Harness extends EndpointHarness<TelnyxLeg> {
   streamUrl: string;
-  streams: MediaStreamEndpoint;
-  nextLeg(): Promise<TelnyxLeg>;
-  close(): Promise<void>;
 }
 
 async function harness(opts: { handshakeTimeoutMs?: number } = {}): Promise<Harness> {
-  const server = createServer((_req, res) => res.writeHead(404).end());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const pacer = new OutboundPacer();
-  const legs: TelnyxLeg[] = [];
-  const waiting: ((leg: TelnyxLeg) => void)[] = [];
-  const streams = attachTelnyxMediaStreams(server, {
-    logger,
-    pacer,
-    handshakeTimeoutMs: opts.handshakeTimeoutMs,
-    onCall: (leg) => {
-      const w = waiting.shift();
-      if (w) w(leg);
-      else legs.push(leg);
-    },
-  });
-  return {
-    base,
-    streamUrl: `${base}${TELNYX_MEDIA_STREAM_PATH}?agentId=agt_q&tenantId=ten_q`,
-    streams,
-    nextLeg: () => {
-      const leg = legs.shift();
-      return leg ? Promise.resolve(leg) : new Promise((resolve) => waiting.push(resolve));
-    },
-    close: async () => {
-      await streams.close();
-      pacer.stop();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-async function rawClient(url: string): Promise<{ ws: WebSocket; closed: Promise<number> }> {
-  const ws = new WebSocket(url);
-  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  return { ws, closed };
+  const h = await endpointHarness<TelnyxLeg>((server, pacer, onCall) => attachTelnyxMediaStreams(server, { logger, pacer, handshakeTimeoutMs: opts.handshakeTimeoutMs, onCall }));
+  return { ...h, streamUrl: `${h.base}${TELNYX_MEDIA_STREAM_PATH}?agentId=agt_q&tenantId=ten_q` };
 }
 
 function startText(streamId: string, extra: Record<string, unknown> = {}): string {

@@ -1,93 +1,33 @@
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { WebSocket } from 'ws';
 import { computeTwilioSignature, InProcessBus } from '@vap/shared';
 import { loadGatewayConfig } from '../../src/config.js';
 import { startMediaGateway } from '../../src/gateway.js';
 import { StreamRefusedError, TwilioCallerSimulator } from '../../src/simulators/twilio-caller.js';
 import { attachTwilioMediaStreams, TWILIO_MEDIA_STREAM_PATH } from '../../src/twilio/media-stream-server.js';
 import type { TwilioMediaStreams } from '../../src/twilio/media-stream-server.js';
-import { OutboundPacer } from '../../src/twilio/pacer.js';
 import { mediaStreamClosed } from '../../src/twilio/twilio-leg.js';
 import type { TwilioLeg } from '../../src/twilio/twilio-leg.js';
+import { endpointHarness, gaps, median, rawClient, tone } from '../stream-test-kit.js';
+import type { EndpointHarness } from '../stream-test-kit.js';
 
 const logger = pino({ level: 'silent' });
 const TOKEN = 'test_auth_token_0000000000000000';
 
-/** Loud, clearly non-silent μ-law (alternating near full-scale codes). */
-function tone(ms: number): Uint8Array {
-  const out = new Uint8Array(ms * 8);
-  for (let i = 0; i < out.length; i++) out[i] = i % 2 ? 0x0f : 0x8f;
-  return out;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
-
-function gaps(times: number[]): number[] {
-  return times.slice(1).map((t, i) => t - times[i]!);
-}
-
-interface Harness {
-  base: string;
+interface Harness extends EndpointHarness<TwilioLeg> {
   streamUrl: string;
   streams: TwilioMediaStreams;
-  pacer: OutboundPacer;
-  /** The next leg handed to onCall. */
-  nextLeg(): Promise<TwilioLeg>;
-  close(): Promise<void>;
 }
 
 /** A plain HTTP server with the media-stream endpoint; legs are queued for the test to drive. */
 async function harness(opts: { authToken?: string; publicUrl?: string; handshakeTimeoutMs?: number } = {}): Promise<Harness> {
-  const server = createServer((_req, res) => res.writeHead(404).end());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const pacer = new OutboundPacer();
-  const legs: TwilioLeg[] = [];
-  const waiting: ((leg: TwilioLeg) => void)[] = [];
-  const streams = attachTwilioMediaStreams(server, {
-    publicUrl: opts.publicUrl ?? base,
-    authToken: opts.authToken,
-    logger,
-    pacer,
-    handshakeTimeoutMs: opts.handshakeTimeoutMs,
-    onCall: (leg) => {
-      const w = waiting.shift();
-      if (w) w(leg);
-      else legs.push(leg);
-    },
+  let base = '';
+  const h = await endpointHarness<TwilioLeg>((server, pacer, onCall) => {
+    base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return attachTwilioMediaStreams(server, { publicUrl: opts.publicUrl ?? base, authToken: opts.authToken, logger, pacer, handshakeTimeoutMs: opts.handshakeTimeoutMs, onCall });
   });
-  return {
-    base,
-    streamUrl: `${base}${TWILIO_MEDIA_STREAM_PATH}?agentId=agt_1&tenantId=ten_1`,
-    streams,
-    pacer,
-    nextLeg: () => {
-      const leg = legs.shift();
-      return leg ? Promise.resolve(leg) : new Promise((resolve) => waiting.push(resolve));
-    },
-    close: async () => {
-      await streams.close();
-      pacer.stop();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-/** A raw WebSocket client, for what the simulator refuses to do (bad messages, wrong formats). */
-async function rawClient(url: string, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; closed: Promise<number> }> {
-  const ws = new WebSocket(url, { headers });
-  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  return { ws, closed };
+  return { ...h, streamUrl: `${h.base}${TWILIO_MEDIA_STREAM_PATH}?agentId=agt_1&tenantId=ten_1` };
 }
 
 function startText(streamSid: string, mediaFormat = { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 }): string {
