@@ -9,8 +9,9 @@ import { TelnyxCallerSimulator } from '../../src/simulators/telnyx-caller.js';
 import type { TelnyxCallerOptions } from '../../src/simulators/telnyx-caller.js';
 import { attachTelnyxMediaStreams, TELNYX_MEDIA_STREAM_PATH } from '../../src/telnyx/media-stream-server.js';
 import type { TelnyxLeg } from '../../src/telnyx/telnyx-leg.js';
-import { endpointHarness, gaps, median, rawClient, tone } from '../stream-test-kit.js';
+import { endpointHarness, rawClient } from '../stream-test-kit.js';
 import type { EndpointHarness } from '../stream-test-kit.js';
+import { mediaStreamLegContract } from '../contracts/media-stream-leg.contract.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -82,24 +83,6 @@ describe('Telnyx media stream server', () => {
     expect(leg.callSid).toBe('v3:cc-9');
   });
 
-  it('delivers caller audio at the 20 ms cadence, whole and in order', async () => {
-    const { sim, leg } = await dial();
-    const arrivals: number[] = [];
-    const bytes: number[] = [];
-    leg.onAudio((mulaw) => {
-      arrivals.push(performance.now());
-      bytes.push(...mulaw);
-    });
-    const speech = tone(200);
-    await sim.say(speech);
-    await vi.waitFor(() => expect(arrivals.length).toBeGreaterThan(25), { timeout: 2000, interval: 20 });
-    expect(bytes.length).toBe(arrivals.length * 160);
-    expect(median(gaps(arrivals))).toBeGreaterThanOrEqual(15);
-    expect(median(gaps(arrivals))).toBeLessThanOrEqual(25);
-    const start = bytes.indexOf(0x8f);
-    expect(bytes.slice(start, start + speech.length)).toEqual([...speech]);
-  });
-
   it('puts caller frames that arrive out of order back in chunk order', async () => {
     const { sim, leg } = await dial({ swapEvery: 3 });
     const frames: number[] = [];
@@ -109,109 +92,6 @@ describe('Telnyx media stream server', () => {
     await vi.waitFor(() => expect(frames.filter((b) => b !== 0xff)).toHaveLength(12), { timeout: 2000, interval: 20 });
     expect(frames.filter((b) => b !== 0xff)).toEqual(Array.from({ length: 12 }, (_, k) => 0x10 + k));
     expect(leg.reorderStats).toEqual({ dropped: 0, skipped: 0 });
-  });
-
-  it('paces agent audio to Telnyx as 160-byte JSON media frames at real time', async () => {
-    const { sim, leg } = await dial();
-    leg.sendAudio(tone(600));
-    await vi.waitFor(() => expect(sim.receivedMedia.length).toBe(30), { timeout: 3000, interval: 20 });
-    expect(sim.receivedMedia.every((m) => m.bytes === 160)).toBe(true);
-    const at = sim.receivedMedia.map((m) => m.at);
-    expect(median(gaps(at.slice(3)))).toBeGreaterThanOrEqual(16);
-    expect(median(gaps(at.slice(3)))).toBeLessThanOrEqual(24);
-    await vi.waitFor(() => expect(sim.heardAgentAudioMs).toBeCloseTo(600, 0), { timeout: 2000, interval: 20 });
-    // The simulator checks each frame against the documented outbound shape (strict).
-    expect(sim.protocolErrors).toEqual([]);
-  });
-
-  it('reports a mark once the caller has played the audio before it', async () => {
-    const { sim, leg } = await dial();
-    const played: { name: string; at: number }[] = [];
-    leg.onMarkPlayed((name) => played.push({ name, at: performance.now() }));
-    const t0 = performance.now();
-    leg.sendAudio(tone(300));
-    leg.sendMark('utt-1');
-    await vi.waitFor(() => expect(played.map((p) => p.name)).toEqual(['utt-1']), { timeout: 2000, interval: 10 });
-    expect(played[0]!.at - t0).toBeGreaterThanOrEqual(300 - 5);
-    expect(sim.marksEchoed).toMatchObject([{ name: 'utt-1', cut: false }]);
-  });
-
-  it('clear empties the caller queue, fires onCleared and never reports the marks it cut', async () => {
-    const { sim, leg } = await dial();
-    const played: string[] = [];
-    const cleared: number[] = [];
-    leg.onMarkPlayed((name) => played.push(name));
-    leg.onCleared((at) => cleared.push(at));
-    leg.sendAudio(tone(60));
-    leg.sendMark('sent-then-cut');
-    leg.sendAudio(tone(1000));
-    leg.sendMark('never-sent');
-    const simCleared = new Promise<number>((resolve) => sim.once('clear', resolve));
-    leg.clear();
-    await simCleared;
-    expect(cleared).toHaveLength(1);
-    expect(sim.playbackQueuedMs).toBe(0);
-    expect(leg.queuedMs).toBe(0);
-    expect(sim.marksEchoed).toMatchObject([{ name: 'sent-then-cut', cut: true }]);
-    leg.sendMark('after-clear');
-    await vi.waitFor(() => expect(played).toEqual(['after-clear']), { timeout: 2000, interval: 10 });
-    const received = sim.receivedMedia.length;
-    await new Promise((r) => setTimeout(r, 100));
-    expect(sim.receivedMedia.length).toBe(received);
-  });
-
-  it('pause clears Telnyx and holds the unplayed audio; resume plays it and then reports the mark', async () => {
-    const { sim, leg } = await dial();
-    const played: string[] = [];
-    leg.onMarkPlayed((name) => played.push(name));
-    leg.sendAudio(tone(400));
-    leg.sendMark('end');
-    await new Promise((r) => setTimeout(r, 120));
-    leg.pause();
-    await vi.waitFor(() => expect(sim.clears).toHaveLength(1), { timeout: 1000, interval: 10 });
-    const heardAtPause = sim.heardAgentAudioMs;
-    expect(leg.queuedMs).toBeGreaterThan(200);
-    await new Promise((r) => setTimeout(r, 150));
-    expect(sim.heardAgentAudioMs).toBe(heardAtPause);
-    leg.resume();
-    await vi.waitFor(() => expect(played).toEqual(['end']), { timeout: 2000, interval: 10 });
-    // The held audio played after the pause: about the 400 ms sent in all, give or take the frame
-    // the pacer's playout model counted as started when the clear went out (not sent again).
-    expect(sim.heardAgentAudioMs).toBeGreaterThan(heardAtPause + 150);
-    expect(sim.heardAgentAudioMs).toBeGreaterThanOrEqual(360);
-    expect(sim.heardAgentAudioMs).toBeLessThanOrEqual(440);
-  });
-
-  it('passes key presses to onDtmf', async () => {
-    const { sim, leg } = await dial();
-    const digits: string[] = [];
-    leg.onDtmf((d) => digits.push(d));
-    sim.pressDigit('7');
-    sim.pressDigit('*');
-    await vi.waitFor(() => expect(digits).toEqual(['7', '*']), { timeout: 2000, interval: 10 });
-  });
-
-  it("ends with 'hangup' on stop and counts the close", async () => {
-    const { sim, leg } = await dial();
-    const before = mediaStreamClosed.get('hangup');
-    const ended = new Promise((resolve) => leg.onEnd(resolve));
-    await sim.hangup();
-    expect(await ended).toBe('hangup');
-    expect(mediaStreamClosed.get('hangup')).toBe(before + 1);
-    await vi.waitFor(() => expect(h.streams.activeLegs).toBe(0));
-  });
-
-  it("hangup() closes the socket with 1000 and ends with 'local'; a dropped socket ends with 'socket-lost'", async () => {
-    const first = await dial();
-    const reasons: string[] = [];
-    first.leg.onEnd((r) => reasons.push(r));
-    await first.leg.hangup();
-    expect(await first.sim.closed).toBe(1000);
-    expect(reasons).toEqual(['local']);
-    const second = await dial();
-    const lost = new Promise((resolve) => second.leg.onEnd(resolve));
-    second.sim.drop();
-    expect(await lost).toBe('socket-lost');
   });
 
   it('ignores bad messages, frames of another stream and binary frames, and keeps the call up', async () => {
@@ -277,4 +157,16 @@ describe('media gateway with Telnyx streams', () => {
     }
     expect(await sim.closed).toBe(1001);
   });
+});
+
+mediaStreamLegContract('Telnyx', async () => {
+  const w = await harness();
+  return {
+    dial: async () => {
+      const sim = await TelnyxCallerSimulator.connect(w.streamUrl, { customParameters: ROUTING });
+      return { sim, leg: await w.nextLeg() };
+    },
+    activeLegs: () => w.streams.activeLegs,
+    close: () => w.close(),
+  };
 });

@@ -9,8 +9,9 @@ import { attachTwilioMediaStreams, TWILIO_MEDIA_STREAM_PATH } from '../../src/tw
 import type { TwilioMediaStreams } from '../../src/twilio/media-stream-server.js';
 import { mediaStreamClosed } from '../../src/twilio/twilio-leg.js';
 import type { TwilioLeg } from '../../src/twilio/twilio-leg.js';
-import { endpointHarness, gaps, median, rawClient, tone } from '../stream-test-kit.js';
+import { endpointHarness, rawClient } from '../stream-test-kit.js';
 import type { EndpointHarness } from '../stream-test-kit.js';
+import { mediaStreamLegContract } from '../contracts/media-stream-leg.contract.js';
 
 const logger = pino({ level: 'silent' });
 const TOKEN = 'test_auth_token_0000000000000000';
@@ -90,116 +91,6 @@ describe('Twilio media stream server', () => {
     }
   });
 
-  it('delivers caller audio to onAudio at the 20 ms cadence, speech included', async () => {
-    const { sim, leg } = await dial();
-    const arrivals: number[] = [];
-    const bytes: number[] = [];
-    leg.onAudio((mulaw) => {
-      arrivals.push(performance.now());
-      bytes.push(...mulaw);
-    });
-    const speech = tone(200);
-    const spoken = await sim.say(speech);
-    await vi.waitFor(() => expect(arrivals.length).toBeGreaterThan(25), { timeout: 2000, interval: 20 });
-    expect(bytes.length).toBe(arrivals.length * 160);
-    expect(median(gaps(arrivals))).toBeGreaterThanOrEqual(15);
-    expect(median(gaps(arrivals))).toBeLessThanOrEqual(25);
-    expect(spoken.endedAt).toBeGreaterThan(spoken.startedAt);
-    // The speech arrives whole and in order, between silence.
-    const start = bytes.indexOf(0x8f);
-    expect(bytes.slice(start, start + speech.length)).toEqual([...speech]);
-  });
-
-  it('paces 1 s of agent audio to the caller as 50 frames at real time after a 3-frame burst', async () => {
-    const { sim, leg } = await dial();
-    const t0 = performance.now();
-    leg.sendAudio(tone(1000));
-    await vi.waitFor(() => expect(sim.receivedMedia.length).toBe(50), { timeout: 3000, interval: 20 });
-    const at = sim.receivedMedia.map((m) => m.at);
-    expect(sim.receivedMedia.every((m) => m.bytes === 160)).toBe(true);
-    expect(median(gaps(at.slice(3)))).toBeGreaterThanOrEqual(16);
-    expect(median(gaps(at.slice(3)))).toBeLessThanOrEqual(24);
-    // Never ahead of real time beyond the burst: frame k ≥ 3 leaves no earlier than
-    // (k − 2) × 20 ms, less the pacer's half-frame jitter tolerance.
-    for (let k = 3; k < 50; k++) expect(at[k]! - t0).toBeGreaterThanOrEqual((k - 2) * 20 - 10);
-    expect(leg.pacingStats.framesSent).toBe(50);
-    expect(leg.queuedMs).toBe(0);
-  });
-
-  it('reports a mark once the caller has played the audio before it', async () => {
-    const { sim, leg } = await dial();
-    const played: { name: string; at: number }[] = [];
-    leg.onMarkPlayed((name) => played.push({ name, at: performance.now() }));
-    const t0 = performance.now();
-    leg.sendAudio(tone(300));
-    leg.sendMark('utt-1');
-    await vi.waitFor(() => expect(played.map((p) => p.name)).toEqual(['utt-1']), { timeout: 2000, interval: 10 });
-    expect(played[0]!.at - t0).toBeGreaterThanOrEqual(300 - 5);
-    expect(sim.marksEchoed).toMatchObject([{ name: 'utt-1', cut: false }]);
-    expect(sim.heardAgentAudioMs).toBeCloseTo(300, 0);
-  });
-
-  it('clear empties the caller queue and never reports the marks it cut', async () => {
-    const { sim, leg } = await dial();
-    const played: string[] = [];
-    leg.onMarkPlayed((name) => played.push(name));
-    leg.sendAudio(tone(60)); // the burst: all at Twilio at once
-    leg.sendMark('sent-then-cut'); // so this mark is at Twilio too, behind 60 ms of audio
-    leg.sendAudio(tone(1000));
-    leg.sendMark('never-sent');
-    const cleared = new Promise<number>((resolve) => sim.once('clear', resolve));
-    leg.clear();
-    await cleared;
-    expect(sim.playbackQueuedMs).toBe(0);
-    expect(leg.queuedMs).toBe(0);
-    expect(sim.marksEchoed).toMatchObject([{ name: 'sent-then-cut', cut: true }]);
-    // A mark after the clear comes straight back; by then the cut echo has been read too.
-    leg.sendMark('after-clear');
-    await vi.waitFor(() => expect(played).toEqual(['after-clear']), { timeout: 2000, interval: 10 });
-    const received = sim.receivedMedia.length;
-    await new Promise((r) => setTimeout(r, 100));
-    expect(sim.receivedMedia.length).toBe(received);
-    expect(sim.clears).toHaveLength(1);
-  });
-
-  it('passes key presses to onDtmf', async () => {
-    const { sim, leg } = await dial();
-    const digits: string[] = [];
-    leg.onDtmf((d) => digits.push(d));
-    sim.pressDigit('4');
-    sim.pressDigit('#');
-    await vi.waitFor(() => expect(digits).toEqual(['4', '#']), { timeout: 2000, interval: 10 });
-  });
-
-  it("ends with 'hangup' when Twilio sends stop", async () => {
-    const { sim, leg } = await dial();
-    const before = mediaStreamClosed.get('hangup');
-    const ended = new Promise((resolve) => leg.onEnd(resolve));
-    await sim.hangup();
-    expect(await ended).toBe('hangup');
-    expect(mediaStreamClosed.get('hangup')).toBe(before + 1);
-    await vi.waitFor(() => expect(h.streams.activeLegs).toBe(0));
-  });
-
-  it("ends with 'socket-lost' when the connection drops without stop", async () => {
-    const { sim, leg } = await dial();
-    const ended = new Promise((resolve) => leg.onEnd(resolve));
-    sim.drop();
-    expect(await ended).toBe('socket-lost');
-  });
-
-  it("hangup() closes the caller's socket with 1000 and ends with 'local', once", async () => {
-    const { sim, leg } = await dial();
-    const reasons: string[] = [];
-    leg.onEnd((r) => reasons.push(r));
-    await leg.hangup();
-    expect(await sim.closed).toBe(1000);
-    await leg.hangup();
-    expect(reasons).toEqual(['local']);
-    // Registering after the end still learns how it ended.
-    expect(await new Promise((resolve) => leg.onEnd(resolve))).toBe('local');
-  });
-
   it('ignores bad messages and media of another stream, and keeps the call up', async () => {
     const raw = await rawClient(h.streamUrl);
     raw.ws.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
@@ -253,4 +144,16 @@ describe('media gateway with Twilio streams', () => {
     // Shutdown hangs up the calls (1001: going away).
     expect(await sim.closed).toBe(1001);
   });
+});
+
+mediaStreamLegContract('Twilio', async () => {
+  const w = await harness({ authToken: TOKEN });
+  return {
+    dial: async () => {
+      const sim = await TwilioCallerSimulator.connect(w.streamUrl, { customParameters: { agentId: 'agt_1', tenantId: 'ten_1' }, authToken: TOKEN });
+      return { sim, leg: await w.nextLeg() };
+    },
+    activeLegs: () => w.streams.activeLegs,
+    close: () => w.close(),
+  };
 });
