@@ -50,6 +50,9 @@ interface SpeechItem {
   reject: (err: Error) => void;
 }
 
+/** The gateway's outbound messages, as both Twilio and Telnyx shape them (stream ids aside). */
+export type GatewayPlayback = { event: 'media'; media: { payload: string } } | { event: 'mark'; mark: { name: string } } | { event: 'clear' };
+
 /** Events of a simulated call. */
 export interface CallerEvents {
   clear: [at: number];
@@ -59,8 +62,7 @@ export interface CallerEvents {
 
 /**
  * One simulated call on an open socket. The subclass sends its handshake, then calls
- * {@link startStreaming}; it reads the gateway's frames in {@link onMessage} and reports them
- * with {@link playAgentAudio}, {@link queueMark} and {@link clearPlayback}.
+ * {@link startStreaming}; it reads the gateway's frames in {@link onMessage} and hands the valid ones to {@link play}.
  */
 export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
   /** Resolves with the close code once the socket is closed (by either side). */
@@ -183,21 +185,27 @@ export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
     this.startedAt = simulatorTicker.add(this);
   }
 
-  /** Agent audio arrived: it plays after what is queued. */
-  protected playAgentAudio(bytes: Uint8Array, now: number): void {
-    this.receivedMedia.push({ at: now, bytes: bytes.byteLength });
-    this.playback.enqueueAudio(bytes, now);
-  }
-
-  /** A mark arrived: echoed once the audio queued before it has played. */
-  protected queueMark(name: string, now: number): void {
-    this.playback.enqueueMark(name, now);
-  }
-
-  /** `clear` arrived: playback stops, queued marks are echoed at once. */
-  protected clearPlayback(now: number): void {
-    this.playback.clear(now);
-    this.emit('clear', now);
+  /**
+   * Acts on a checked message from the gateway (Twilio and Telnyx share these shapes): `media`
+   * plays after what is queued, a `mark` is echoed once the audio before it has played,
+   * `clear` stops playback and echoes the queued marks at once.
+   */
+  protected play(msg: GatewayPlayback, now: number): void {
+    switch (msg.event) {
+      case 'media': {
+        const bytes = Buffer.from(msg.media.payload, 'base64');
+        this.receivedMedia.push({ at: now, bytes: bytes.byteLength });
+        this.playback.enqueueAudio(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), now);
+        return;
+      }
+      case 'mark':
+        this.playback.enqueueMark(msg.mark.name, now);
+        return;
+      case 'clear':
+        this.playback.clear(now);
+        this.emit('clear', now);
+        return;
+    }
   }
 
   /** @internal Called by the shared ticker every ~20 ms. */

@@ -8,7 +8,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import type { RawData, WebSocket } from 'ws';
 import { telnyxSignatureHeaders } from '@vap/shared';
-import { decodeMediaPayload } from '../twilio/serializer.js';
 import {
   parseTelnyxGatewayMessage,
   telnyxConnectedMessage,
@@ -184,16 +183,6 @@ export class TelnyxCallerSimulator extends MulawCallerSimulator {
       this.protocolErrors.push(`wrong stream_id on ${msg.event}`);
       return;
     }
-    switch (msg.event) {
-      case 'media':
-        this.playAgentAudio(decodeMediaPayload(msg.media.payload), now);
-        return;
-      case 'mark':
-        this.queueMark(msg.mark.name, now);
-        return;
-      case 'clear':
-        this.clearPlayback(now);
-        return;
-    }
+    this.play(msg, now);
   }
 }

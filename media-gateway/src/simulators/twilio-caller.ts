@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RawData, WebSocket } from 'ws';
 import { computeTwilioSignature } from '@vap/shared';
-import { connectedMessage, decodeMediaPayload, dtmfMessage, inboundMediaMessage, markEchoMessage, parseGatewayMessage, startMessage, stopMessage } from '../twilio/serializer.js';
+import { connectedMessage, dtmfMessage, inboundMediaMessage, markEchoMessage, parseGatewayMessage, startMessage, stopMessage } from '../twilio/serializer.js';
 import { MulawCallerSimulator, openCarrierSocket } from './mulaw-caller.js';
 import { readTwiml } from './twiml-reader.js';
 
@@ -148,16 +148,6 @@ export class TwilioCallerSimulator extends MulawCallerSimulator {
       this.protocolErrors.push(`31951 wrong streamSid on ${msg.event}`);
       return;
     }
-    switch (msg.event) {
-      case 'media':
-        this.playAgentAudio(decodeMediaPayload(msg.media.payload), now);
-        return;
-      case 'mark':
-        this.queueMark(msg.mark.name, now);
-        return;
-      case 'clear':
-        this.clearPlayback(now);
-        return;
-    }
+    this.play(msg, now);
   }
 }
