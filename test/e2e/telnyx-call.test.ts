@@ -8,10 +8,15 @@ import type { Platform } from './platform.js';
 
 const LINES = {
   book: 'Hi, I would like to book a table for two tonight.',
+  hours: 'What are your opening hours?',
+  where: 'Actually, can you tell me where you are located?',
   bye: "Thanks, that's all. Goodbye.",
 };
 const REPLIES = {
   book: 'Of course. What time would you like to come?',
+  hours:
+    'We are open every day from eleven in the morning until ten at night, except on Mondays when we open at five in the afternoon, and on public holidays we keep the same hours as on Sundays, which means lunch and dinner are both served.',
+  where: 'We are at twelve Harbour Street, next to the ferry terminal.',
   bye: 'Thank you for calling. Goodbye!',
 };
 
@@ -25,6 +30,8 @@ describe('a phone call over Telnyx end to end', () => {
     p = await startPlatform('in-process', { TELNYX_PUBLIC_KEY: telnyxPublicKeyBase64(telnyxKey) });
     const llm = p.providers.simulators.openai!;
     llm.addReply({ match: 'book a table', reply: REPLIES.book });
+    llm.addReply({ match: 'opening hours', reply: REPLIES.hours });
+    llm.addReply({ match: 'located', reply: REPLIES.where });
     llm.addReply({ match: 'Goodbye', reply: REPLIES.bye });
   }, 60_000);
   afterAll(async () => p?.close());
@@ -34,7 +41,7 @@ describe('a phone call over Telnyx end to end', () => {
     // The platform helper provisions Twilio numbers; this one is the tenant's Telnyx number.
     await p.cp.database.pool.query(`update phone_numbers set provider = 'telnyx' where phone_number = $1`, [number]);
     const callControlId = telnyxCallControlId();
-    p.providers.simulators.deepgram!.setScript(callControlId, [LINES.book, LINES.bye]);
+    p.providers.simulators.deepgram!.setScript(callControlId, [LINES.book, LINES.hours, LINES.where, LINES.bye]);
 
     // An unsigned webhook is refused before anything is routed.
     const unsigned = await fetch(`${p.cpUrl}/webhooks/telnyx/voice`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `CallSid=v3:x&To=${encodeURIComponent(number)}` });
@@ -46,8 +53,15 @@ describe('a phone call over Telnyx end to end', () => {
     if (placed.rejected) return;
     expect(placed.texml).toContain('bidirectionalMode="rtp"');
     const call = placed.call;
-    const timings = await runCallerScript(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }, { say: LINES.bye }, { expectHangup: true }], { speech: callerSpeechMulaw });
+    const timings = await runCallerScript(
+      call,
+      [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }, { say: LINES.hours }, { sayOverAgent: LINES.where, afterMs: 1500 }, { expectAgent: true }, { say: LINES.bye }, { expectHangup: true }],
+      { speech: callerSpeechMulaw },
+    );
     for (const t of timings) expect(t.latencyMs, t.said).not.toBeNull();
+    // The barge-in reached the caller as Telnyx `clear`, and the agent's long answer stopped.
+    expect(call.clears.length).toBeGreaterThanOrEqual(1);
+    expect(timings[2]?.bargeInReactionMs).not.toBeNull();
     expect(call.protocolErrors).toEqual([]);
     expect(call.marksEchoed.length).toBeGreaterThan(0);
 
@@ -61,6 +75,10 @@ describe('a phone call over Telnyx end to end', () => {
     expect(said[0]).toBe('agent: Hello! Thanks for calling Harbour Bistro. How can I help?');
     expect(said).toContain(`user: ${LINES.book}`);
     expect(said).toContain(`agent: ${REPLIES.book}`);
+    expect(said).toContain(`agent: ${REPLIES.where}`);
+    const cut = msgs.messages.find((m: { role: string; interrupted: boolean }) => m.role === 'agent' && m.interrupted);
+    expect(REPLIES.hours.startsWith(cut.content)).toBe(true);
+    expect(cut.content.length).toBeLessThan(REPLIES.hours.length);
     expect(said).toContain(`user: ${LINES.bye}`);
     expect(said[said.length - 1]).toBe(`agent: ${REPLIES.bye}`);
 
