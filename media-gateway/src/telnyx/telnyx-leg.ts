@@ -109,7 +109,7 @@ export class TelnyxLeg extends PacedCallLeg implements CallLeg {
         if (msg.media.track === 'inbound') this.reorder.push(msg.media.chunk, msg.media.payload);
         return;
       case 'dtmf':
-        this.deliverDtmf(msg.dtmf.digit);
+        this.deliverDtmf((msg.dtmf ?? msg.payload)!.digit);
         return;
       case 'mark':
         this.deliverMarkEcho(msg.mark.name);

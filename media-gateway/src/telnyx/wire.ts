@@ -59,12 +59,15 @@ export const telnyxInboundMediaSchema = z.looseObject({
   }),
 });
 
-/** A key press (inner shape unconfirmed, §2.1). */
-export const telnyxDtmfSchema = z.looseObject({
-  event: z.literal('dtmf'),
-  stream_id: z.string().optional(),
-  dtmf: z.looseObject({ digit: z.string().regex(/^[0-9*#A-D]$/) }),
-});
+const dtmfDigit = z.looseObject({ digit: z.string().regex(/^[0-9*#A-D]$/) });
+
+/**
+ * A key press. The inner shape is unconfirmed (§2.1): the digit is read from `dtmf.digit` as
+ * documented, or from `payload.digit` (the shape of Telnyx's other event bodies).
+ */
+export const telnyxDtmfSchema = z
+  .looseObject({ event: z.literal('dtmf'), stream_id: z.string().optional(), dtmf: dtmfDigit.optional(), payload: dtmfDigit.optional() })
+  .refine((m) => m.dtmf !== undefined || m.payload !== undefined, { message: 'a digit is required', path: ['dtmf', 'digit'] });
 
 /** Echo of a mark we sent: played, or returned by a `clear`. */
 export const telnyxInboundMarkSchema = z.looseObject({ event: z.literal('mark'), stream_id: z.string().optional(), mark: z.looseObject({ name: z.string() }) });

@@ -112,8 +112,11 @@ describe('Telnyx media stream server', () => {
     raw.ws.send(Buffer.from([1, 2, 3]));
     raw.ws.send(JSON.stringify({ event: 'media', stream_id: 'st-raw', media: { track: 'outbound', chunk: '1', payload: Buffer.from([9]).toString('base64') } }));
     raw.ws.send(JSON.stringify({ event: 'media', stream_id: 'st-raw', media: { track: 'inbound', chunk: '1', timestamp: '0', payload: Buffer.from([7, 8]).toString('base64') } }));
+    raw.ws.send(JSON.stringify({ event: 'dtmf', stream_id: 'st-raw' }));
     raw.ws.send(JSON.stringify({ event: 'dtmf', stream_id: 'st-raw', dtmf: { digit: '3' } }));
-    await vi.waitFor(() => expect(digits).toEqual(['3']), { timeout: 2000, interval: 10 });
+    // The unconfirmed alternative shape (§2.1) is read too.
+    raw.ws.send(JSON.stringify({ event: 'dtmf', stream_id: 'st-raw', payload: { digit: '9' } }));
+    await vi.waitFor(() => expect(digits).toEqual(['3', '9']), { timeout: 2000, interval: 10 });
     expect(audio).toEqual([[7, 8]]);
     expect(leg.ended).toBe(false);
     expect(leg.parameters).toEqual({ agentId: 'agt_q', tenantId: 'ten_q', callSid: 'v3:raw', from: '+15550001111', to: '+15550002222', via: 'raw' });
