@@ -25,6 +25,7 @@ const PUBLIC_OPERATIONS = new Set<string>([
   'POST /api/v1/webhooks/twilio/sms',
   'POST /api/v1/webhooks/twilio/whatsapp',
   'POST /api/v1/webhooks/telegram/message',
+  'POST /api/v1/webhooks/telnyx/voice',
   'GET /api/v1/webhooks/vonage/voice/answer',
   'POST /api/v1/webhooks/vonage/voice/answer',
   'GET /api/v1/webhooks/vonage/voice/event',
@@ -40,7 +41,7 @@ const PUBLIC_OPERATIONS = new Set<string>([
 ]);
 
 /** /api routes the OpenAPI document leaves out (all public: carrier callbacks and the document itself). */
-const HIDDEN_OPERATIONS = new Set<string>(['GET /api/v1/openapi.json', 'POST /api/v1/webhooks/twilio/voice', 'POST /api/v1/webhooks/twilio/status', 'POST /api/v1/webhooks/twilio/sms', 'POST /api/v1/webhooks/twilio/whatsapp', 'POST /api/v1/webhooks/telegram/message', 'GET /api/v1/webhooks/vonage/voice/answer', 'POST /api/v1/webhooks/vonage/voice/answer', 'GET /api/v1/webhooks/vonage/voice/event', 'POST /api/v1/webhooks/vonage/voice/event']);
+const HIDDEN_OPERATIONS = new Set<string>(['GET /api/v1/openapi.json', 'POST /api/v1/webhooks/twilio/voice', 'POST /api/v1/webhooks/twilio/status', 'POST /api/v1/webhooks/twilio/sms', 'POST /api/v1/webhooks/twilio/whatsapp', 'POST /api/v1/webhooks/telegram/message', 'POST /api/v1/webhooks/telnyx/voice', 'GET /api/v1/webhooks/vonage/voice/answer', 'POST /api/v1/webhooks/vonage/voice/answer', 'GET /api/v1/webhooks/vonage/voice/event', 'POST /api/v1/webhooks/vonage/voice/event']);
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 interface Op {
