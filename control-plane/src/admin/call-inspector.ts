@@ -72,7 +72,7 @@ export class CallInspector {
       .where(eq(conversations.externalId, callSid))
       .orderBy(desc(conversations.startedAt))
       .limit(1);
-    // TODO(#9): also look the id up in outbound calls (provider call id) once that table exists:
+    // Not yet: also look the id up in outbound calls (provider call id) once that table exists:
     // an outbound call fills `outboundCall` {to, from, status, provider, retryCount, error, timestamps}
     // and may have no conversation (never connected). Until then `outboundCall` is always null.
     if (!row) return null;

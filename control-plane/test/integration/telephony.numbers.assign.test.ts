@@ -85,6 +85,20 @@ describe('POST /api/v1/telephony/numbers/{numberId}/assign/{agentId}', () => {
     expect(replay.headers['idempotent-replayed']).toBe('true');
   });
 
+  it("deleting the agent leaves its number active and unassigned, and calls to it get the apology", async () => {
+    const doomed = await agentOf(w);
+    expect((await call(w.t.app, w.tenant.key, 'POST', `/api/v1/agents/${doomed.id}/activate`)).statusCode).toBe(200);
+    const n = await provisioned(w, '+12125550100');
+    expect((await assign(n.id, doomed.id)).statusCode).toBe(200);
+    expect((await call(w.t.app, w.tenant.key, 'DELETE', `/api/v1/agents/${doomed.id}`)).statusCode).toBe(204);
+    const listed = (await call(w.t.app, w.tenant.key, 'GET', '/api/v1/telephony/numbers?pageSize=100')).json().data.find((x: { id: string }) => x.id === n.id);
+    expect(listed).toMatchObject({ status: 'active', assignedAgentId: null, assignedAgentName: null });
+    const answer = await postTwilio(w.t.app, '/webhooks/twilio/voice', voiceParams('+12125550100'));
+    expect(child(parseXml(answer.body), 'Say').text).toBe(APOLOGY_TEXT);
+    // The number is free for another agent.
+    expect((await assign(n.id, b.id)).statusCode).toBe(200);
+  });
+
   it('answers 401 without credentials and 403 without telephony:write', async () => {
     const n = await provisioned(w, '+14155550107');
     expect((await assign(n.id, a.id, '')).statusCode).toBe(401);

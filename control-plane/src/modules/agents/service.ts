@@ -98,7 +98,8 @@ export class AgentService {
   }
 
   async remove(p: Principal, id: string): Promise<void> {
-    // TODO(#9): release phone-number assignments here once numbers exist; conversations are kept.
+    // Its phone numbers stay provisioned and become unassigned (phone_numbers.assigned_agent_id is
+    // ON DELETE SET NULL; telephony.numbers.assign.test.ts); conversations are kept.
     if (!(await this.repo.delete(p.tenantId, id))) throw notFound(id);
     await this.bus.publish('agentChanged', SUBJECTS.agentChanged.subject(p.tenantId, id), { tenantId: p.tenantId, agentId: id, version: null, change: 'deleted', at: new Date().toISOString() });
   }

@@ -67,7 +67,7 @@ export class InboundCallRouter {
       // Twilio sends `anonymous` for a withheld number; an absent From is passed on empty.
       from: call.from ?? '',
       to: call.to,
-      // TODO(#9): calls arriving over a SIP trunk set this once trunks are routed.
+      // Calls over a SIP trunk will set this once trunks exist (spec "SIP trunk"; no issue yet).
       isSipTrunk: false,
     });
     return { outcome: 'connected', answer, numberId, agentId: agent.id, tenantId: agent.tenantId };

@@ -25,8 +25,9 @@ const DAY_MS = 86_400_000;
  * The tenant's `maxPhoneNumbers` (spec "Tenant limits"), or null for no limit. The one place
  * provisioning asks for it.
  */
-// TODO(#9, tenants issue): tenants have no usage-limit columns yet (db/schema/tenants.ts); read
-// `usageLimits.maxPhoneNumbers` here once the tenants issue adds them. Until then: no limit.
+// Tenants have no usage-limit columns yet (db/schema/tenants.ts; the spec's tenant limits come
+// with the tenants work, which has no issue yet): read `usageLimits.maxPhoneNumbers` here then.
+// Until then: no limit.
 export async function maxPhoneNumbersOf(_tenantId: string): Promise<number | null> {
   return null;
 }

@@ -61,7 +61,8 @@ export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = asy
     app.post(`${prefix}/webhooks/twilio/status`, ROUTE, async (req, reply) => {
       const form = verified(req, reply);
       if (!form) return reply;
-      // TODO(#9): feed call status into outbound calls and number statistics; logged for now.
+      // Logged only: number statistics come from the stored conversations, and outbound calls
+      // (whose status this would drive) are not built yet; there is no issue for them so far.
       req.log.info(
         { callSid: form.get('CallSid'), provider: 'twilio', callStatus: form.get('CallStatus'), sequenceNumber: form.get('SequenceNumber'), callDurationSec: form.get('CallDuration') },
         'Twilio call status',
