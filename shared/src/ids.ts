@@ -21,6 +21,7 @@ export const ID_PREFIXES = {
   test: 'test session',
   trace: 'trace',
   msg: 'conversation message (internal)',
+  cce: 'carrier call event (internal)',
   turn: 'transcript turn (internal)',
   gw: 'media gateway instance (internal)',
   job: 'background job (internal)',

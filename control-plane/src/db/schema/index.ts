@@ -11,3 +11,4 @@ export * from './webhooks.js';
 export * from './jobs.js';
 export * from './usage.js';
 export * from './knowledge-base.js';
+export * from './carrier-call-events.js';
