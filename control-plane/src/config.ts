@@ -61,6 +61,7 @@ export const configSchema = z.object({
   VONAGE_API_KEY: optionalString,
   VONAGE_API_SECRET: optionalString,
   VONAGE_API_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://rest.nexmo.com'),
+  VONAGE_APPLICATIONS_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://api.nexmo.com'),
   VONAGE_APPLICATION_ID: optionalString,
   TELEPHONY_API_TIMEOUT_MS: int(8000, 100, 120_000),
   VONAGE_SIGNATURE_SECRET: optionalString,
@@ -158,7 +159,7 @@ export interface ControlPlaneConfig {
   carrierApis: {
     twilio: { accountSid: string | undefined; authToken: string | undefined; apiBaseUrl: string; pricingBaseUrl: string };
     telnyx: { apiKey: string | undefined; apiBaseUrl: string; connectionId: string | undefined };
-    vonage: { apiKey: string | undefined; apiSecret: string | undefined; apiBaseUrl: string; applicationId: string | undefined };
+    vonage: { apiKey: string | undefined; apiSecret: string | undefined; apiBaseUrl: string; applicationsBaseUrl: string; applicationId: string | undefined };
     timeoutMs: number;
   };
   /** Public base of the media gateway for stream URLs (`wss://…` in production), no trailing slash. */
@@ -326,7 +327,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     carrierApis: Object.freeze({
       twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN, apiBaseUrl: e.TWILIO_API_BASE_URL.replace(/\/+$/, ''), pricingBaseUrl: e.TWILIO_PRICING_BASE_URL.replace(/\/+$/, '') },
       telnyx: { apiKey: e.TELNYX_API_KEY, apiBaseUrl: e.TELNYX_API_BASE_URL.replace(/\/+$/, ''), connectionId: e.TELNYX_CONNECTION_ID },
-      vonage: { apiKey: e.VONAGE_API_KEY, apiSecret: e.VONAGE_API_SECRET, apiBaseUrl: e.VONAGE_API_BASE_URL.replace(/\/+$/, ''), applicationId: e.VONAGE_APPLICATION_ID },
+      vonage: { apiKey: e.VONAGE_API_KEY, apiSecret: e.VONAGE_API_SECRET, apiBaseUrl: e.VONAGE_API_BASE_URL.replace(/\/+$/, ''), applicationsBaseUrl: e.VONAGE_APPLICATIONS_BASE_URL.replace(/\/+$/, ''), applicationId: e.VONAGE_APPLICATION_ID },
       timeoutMs: e.TELEPHONY_API_TIMEOUT_MS,
     }),
     mediaGatewayPublicUrl: e.MEDIA_GATEWAY_PUBLIC_URL.replace(/\/$/, ''),

@@ -52,8 +52,12 @@ describe('POST /api/v1/telephony/numbers', () => {
     const res = await provision(w, { phoneNumber: '+12125550100', provider: 'vonage' });
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json()).toMatchObject({ provider: 'vonage', country: 'US', status: 'active' });
-    // Vonage routes voice through the application (its answer URL is /webhooks/vonage/voice/answer); the number carries the event URL.
+    // Vonage routes voice through the application, which now answers at /webhooks/vonage/voice/answer (signed); the number carries the event URL.
     expect(w.sims.vonage.numbers.get('+12125550100')?.state).toMatchObject({ appId: VONAGE_SIM_APPLICATION_ID, voiceCallbackType: 'app', voiceStatusCallback: `${PUBLIC}/webhooks/vonage/voice/event` });
+    expect(w.sims.vonage.applications.get(VONAGE_SIM_APPLICATION_ID)!.capabilities.voice).toMatchObject({
+      webhooks: { answer_url: { address: `${PUBLIC}/webhooks/vonage/voice/answer`, http_method: 'POST' }, event_url: { address: `${PUBLIC}/webhooks/vonage/voice/event`, http_method: 'POST' } },
+      signed_callbacks: true,
+    });
   });
 
   it('buys a Telnyx number onto a TeXML application answering at the Telnyx voice webhook', async () => {

@@ -9,7 +9,7 @@ import type { TelephonyMethod, TelephonyProviderName } from './types.js';
 export interface CarrierRequest {
   provider: TelephonyProviderName;
   method: TelephonyMethod;
-  httpMethod: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  httpMethod: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   url: string;
   headers: Record<string, string>;
   /** Form (`URLSearchParams`) or JSON (object) body. */

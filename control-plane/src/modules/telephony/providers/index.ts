@@ -55,7 +55,7 @@ export function createTelephonyProviders(config: CarrierApisConfig, deps: { erro
     telnyx: telnyx.apiKey ? { adapter: new TelnyxNumbers({ apiKey: telnyx.apiKey, baseUrl: telnyx.apiBaseUrl, connectionId: telnyx.connectionId }), baseUrl: telnyx.apiBaseUrl } : ['TELNYX_API_KEY'],
     vonage:
       vonage.apiKey && vonage.apiSecret
-        ? { adapter: new VonageNumbers({ apiKey: vonage.apiKey, apiSecret: vonage.apiSecret, baseUrl: vonage.apiBaseUrl, applicationId: vonage.applicationId }), baseUrl: vonage.apiBaseUrl }
+        ? { adapter: new VonageNumbers({ apiKey: vonage.apiKey, apiSecret: vonage.apiSecret, baseUrl: vonage.apiBaseUrl, applicationsBaseUrl: vonage.applicationsBaseUrl, applicationId: vonage.applicationId }), baseUrl: vonage.apiBaseUrl }
         : [...(vonage.apiKey ? [] : ['VONAGE_API_KEY']), ...(vonage.apiSecret ? [] : ['VONAGE_API_SECRET'])],
   };
   const providers = {} as Record<TelephonyProviderName, TelephonyProvider>;

@@ -17,7 +17,7 @@ export type { TwilioSimOwned } from './twilio/simulator.js';
 export { TELNYX_SIM_API_KEY, TelnyxNumbersSimulator } from './telnyx/simulator.js';
 export type { TelnyxSimOwned, TelnyxSimTexmlApp } from './telnyx/simulator.js';
 export { VONAGE_SIM_API_KEY, VONAGE_SIM_API_SECRET, VONAGE_SIM_APPLICATION_ID, VonageNumbersSimulator } from './vonage/simulator.js';
-export type { VonageSimOwned } from './vonage/simulator.js';
+export type { VonageSimApplication, VonageSimOwned } from './vonage/simulator.js';
 
 /** Three running simulators and the configuration that reaches them. */
 export interface CarrierSimulators {
@@ -39,7 +39,7 @@ export async function startCarrierSimulators(opts: { timeoutMs?: number } = {}):
     config: {
       twilio: { accountSid: twilio.accountSid, authToken: twilio.authToken, apiBaseUrl: twilio.url, pricingBaseUrl: twilio.url },
       telnyx: { apiKey: telnyx.apiKey, apiBaseUrl: telnyx.apiBaseUrl, connectionId: undefined },
-      vonage: { apiKey: vonage.apiKey, apiSecret: vonage.apiSecret, apiBaseUrl: vonage.url, applicationId: VONAGE_SIM_APPLICATION_ID },
+      vonage: { apiKey: vonage.apiKey, apiSecret: vonage.apiSecret, apiBaseUrl: vonage.url, applicationsBaseUrl: vonage.url, applicationId: VONAGE_SIM_APPLICATION_ID },
       timeoutMs: opts.timeoutMs ?? 8_000,
     },
     close: async () => {

@@ -4,8 +4,11 @@
  * from memory, and the points marked "unconfirmed" could not be checked. Plain `fetch`
  * with a `baseUrl` (the SDK is not installed); form bodies; MSISDNs without `+`.
  *
- * Voice on a Vonage number is routed through an application (its `answer_url` is the
- * platform's voice webhook, set on the application): the number is linked with `app_id`.
+ * Voice on a Vonage number is routed through an application: before buying, the adapter
+ * points the application's voice `answer_url` and `event_url` at the platform's Vonage
+ * webhooks, with signed callbacks on (Applications API v2 on api.nexmo.com, Basic auth:
+ * GET, then PUT of the whole application with only the voice webhooks changed); the bought
+ * number is then linked to it with `app_id`.
  */
 import { badAnswer, basicAuth, carrierRequest, price } from '../carrier-http.js';
 import type { CarrierResponse } from '../carrier-http.js';
@@ -22,8 +25,10 @@ export interface VonageNumbersOptions {
   apiSecret: string;
   /** Default `https://rest.nexmo.com`. */
   baseUrl?: string;
-  /** The Vonage application voice calls to bought numbers go to (its answer_url is the platform's). Required to provision. */
+  /** The Vonage application voice calls to bought numbers go to; provisioning points its voice webhooks at the platform. Required to provision. */
   applicationId?: string | undefined;
+  /** Applications API base, default `https://api.nexmo.com` (another host than the Numbers API). */
+  applicationsBaseUrl?: string;
   inboundMinuteUsd?: number;
 }
 
@@ -39,10 +44,14 @@ interface VonageNumber {
 export class VonageNumbers implements TelephonyProvider {
   readonly name = 'vonage' as const;
   private readonly base: string;
+  private readonly appsBase: string;
   private readonly auth: string;
+  /** `answer|event` URLs the application was last seen or set to point at (one GET per purchase is enough, none when unchanged). */
+  private applicationWebhooks: string | null = null;
 
   constructor(private readonly opts: VonageNumbersOptions) {
     this.base = (opts.baseUrl ?? 'https://rest.nexmo.com').replace(/\/+$/, '');
+    this.appsBase = (opts.applicationsBaseUrl ?? 'https://api.nexmo.com').replace(/\/+$/, '');
     // Basic auth rather than api_key/api_secret query parameters keeps the secret out of URLs and logs (Numbers API accepting it: unconfirmed).
     this.auth = basicAuth(opts.apiKey, opts.apiSecret);
   }
@@ -84,6 +93,8 @@ export class VonageNumbers implements TelephonyProvider {
     const reject = (why: string) => new TelephonyProviderError({ provider: 'vonage', method: 'provisionNumber', code: 'rejected', message: `vonage provisionNumber: ${why}` });
     if (!country) throw reject(`no country known for ${request.phoneNumber}`);
     if (!this.opts.applicationId) throw reject('no Vonage application configured to route voice to the platform');
+    // Before buying: a number whose calls could not reach the platform is not worth having.
+    await this.pointApplication(this.opts.applicationId, request, signal);
     const msisdn = request.phoneNumber.replace(/^\+/, '');
     // Looked up before buying: price and features, and nothing is bought if this fails.
     const offer = (await this.search('provisionNumber', new URLSearchParams({ country, pattern: msisdn, search_pattern: '0', size: '1' }), signal)).find((n) => n.msisdn === msisdn);
@@ -138,6 +149,45 @@ export class VonageNumbers implements TelephonyProvider {
     return n?.msisdn ? { providerSid: n.msisdn } : null;
   }
 
+  /**
+   * Makes application `id` send voice calls to `request.voiceWebhookUrl` (answer) and
+   * `statusWebhookUrl` (event), POST, signed (our webhooks verify the JWT). The PUT carries the
+   * application as read, so its name, keys and other capabilities are kept.
+   */
+  private async pointApplication(id: string, request: ProvisionRequest, signal?: AbortSignal): Promise<void> {
+    const want = `${request.voiceWebhookUrl}|${request.statusWebhookUrl ?? ''}`;
+    if (this.applicationWebhooks === want) return;
+    const path = `/v2/applications/${encodeURIComponent(id)}`;
+    const read = await this.call('provisionNumber', 'GET', path, signal, { base: this.appsBase });
+    const app = read.body as VonageApplication | null;
+    if (!app || typeof app.name !== 'string') throw badAnswer('vonage', 'provisionNumber', 'application without a name');
+    const voice = app.capabilities?.voice ?? {};
+    const webhooks = voice.webhooks ?? {};
+    const eventUrl = request.statusWebhookUrl ?? webhooks.event_url?.address;
+    const already = webhooks.answer_url?.address === request.voiceWebhookUrl && webhooks.answer_url?.http_method === 'POST' && (!request.statusWebhookUrl || webhooks.event_url?.address === eventUrl) && voice.signed_callbacks === true;
+    if (!already) {
+      const { _links: _ignored, ...rest } = app;
+      const body: VonageApplication = {
+        ...rest,
+        keys: app.keys?.public_key ? { public_key: app.keys.public_key } : undefined,
+        capabilities: {
+          ...app.capabilities,
+          voice: {
+            ...voice,
+            webhooks: {
+              ...webhooks,
+              answer_url: { ...webhooks.answer_url, address: request.voiceWebhookUrl, http_method: 'POST' },
+              ...(eventUrl ? { event_url: { ...webhooks.event_url, address: eventUrl, http_method: 'POST' } } : {}),
+            },
+            signed_callbacks: true,
+          },
+        },
+      };
+      await this.call('provisionNumber', 'PUT', path, signal, { base: this.appsBase, body });
+    }
+    this.applicationWebhooks = want;
+  }
+
   /** The account's number `msisdn` (`GET /account/numbers`), or undefined. */
   private async owned(method: TelephonyMethod, msisdn: string, signal?: AbortSignal): Promise<VonageNumber | undefined> {
     const res = await this.call(method, 'GET', `/account/numbers?${new URLSearchParams({ pattern: msisdn, search_pattern: '0' })}`, signal);
@@ -159,9 +209,24 @@ export class VonageNumbers implements TelephonyProvider {
     return price(list[0]?.cost);
   }
 
-  private call(method: TelephonyMethod, httpMethod: 'GET' | 'POST', path: string, signal: AbortSignal | undefined, extra: { body?: URLSearchParams; accept?: number[] } = {}): Promise<CarrierResponse> {
-    return carrierRequest({ provider: 'vonage', method, httpMethod, url: `${this.base}${path}`, headers: { authorization: this.auth }, signal, describeError: vonageError, ...extra });
+  private call(method: TelephonyMethod, httpMethod: 'GET' | 'POST' | 'PUT', path: string, signal: AbortSignal | undefined, extra: { body?: URLSearchParams | object; accept?: number[]; base?: string } = {}): Promise<CarrierResponse> {
+    const { base = this.base, ...rest } = extra;
+    return carrierRequest({ provider: 'vonage', method, httpMethod, url: `${base}${path}`, headers: { authorization: this.auth }, signal, describeError: vonageError, ...rest });
   }
+}
+
+/** An application as the Applications API v2 reads and writes it (the parts we touch; the rest is passed through). */
+interface VonageWebhook {
+  address?: string;
+  http_method?: string;
+  [k: string]: unknown;
+}
+interface VonageApplication {
+  name: string;
+  keys?: { public_key?: string } | undefined;
+  capabilities?: { voice?: { webhooks?: { answer_url?: VonageWebhook; event_url?: VonageWebhook; [k: string]: unknown }; signed_callbacks?: boolean; [k: string]: unknown }; [k: string]: unknown };
+  _links?: unknown;
+  [k: string]: unknown;
 }
 
 function features(n: VonageNumber): NumberCapability[] {
@@ -172,6 +237,7 @@ function features(n: VonageNumber): NumberCapability[] {
 function vonageError(body: unknown): string | undefined {
   const b = body as Record<string, unknown> | null;
   if (!b) return undefined;
+  // Numbers API: {"error-code","error-code-label"}; Applications API: RFC 7807 {title, detail}.
   const label = b['error-code-label'] ?? b.title;
   return typeof label === 'string' ? `${String(b['error-code'] ?? '')} ${label}`.trim() : undefined;
 }

@@ -2,8 +2,10 @@
  * A Vonage Numbers and Pricing API on loopback, modelled on Vonage's public API (the
  * reference has no numbers section; details marked "unconfirmed" in vonage/numbers.ts are
  * guesses): `/number/search`, `/number/buy`, `/number/update`, `/number/cancel`,
- * `/account/numbers`, `/account/get-pricing/outbound/voice`. Accepts Basic auth and the
- * legacy `api_key`/`api_secret` parameters; errors are `{"error-code", "error-code-label"}`.
+ * `/account/numbers`, `/account/get-pricing/outbound/voice`, and the Applications API v2's
+ * `GET`/`PUT /v2/applications/{id}` (api.nexmo.com; one server plays both hosts). Accepts
+ * Basic auth and the legacy `api_key`/`api_secret` parameters; Numbers errors are
+ * `{"error-code", "error-code-label"}`, Applications errors RFC 7807 documents.
  */
 import { CarrierSimServer, param } from '../carrier-sim-server.js';
 import type { SimReply, SimRequest } from '../carrier-sim-server.js';
@@ -26,9 +28,28 @@ export const VONAGE_SIM_APPLICATION_ID = '5a1e0000-0000-4000-8000-00000000a991';
 
 const LABELS: Record<number, string> = { 400: 'bad request', 401: 'authentication failed', 403: 'forbidden', 404: 'not found', 420: 'method failed', 429: 'throttled', 500: 'internal error', 503: 'service unavailable' };
 
+/** A Vonage application as the simulator keeps it (Applications API v2 shape, the parts that matter here). */
+export interface VonageSimApplication {
+  id: string;
+  name: string;
+  capabilities: { voice?: { webhooks?: Record<string, { address?: string; http_method?: string }>; signed_callbacks?: boolean } } & Record<string, unknown>;
+  [k: string]: unknown;
+}
+
 /** The Vonage number simulator; `start()` listens on 127.0.0.1. */
 export class VonageNumbersSimulator extends CarrierSimServer {
   readonly numbers = new SimNumberBook<VonageSimOwned>();
+  /** Applications by id; the sandbox one exists from the start, its webhooks pointing nowhere yet. */
+  readonly applications = new Map<string, VonageSimApplication>([
+    [
+      VONAGE_SIM_APPLICATION_ID,
+      {
+        id: VONAGE_SIM_APPLICATION_ID,
+        name: 'Voice Agent Platform (sandbox)',
+        capabilities: { voice: { webhooks: { answer_url: { address: 'https://example.invalid/answer', http_method: 'GET' }, event_url: { address: 'https://example.invalid/event', http_method: 'POST' } }, signed_callbacks: false } },
+      },
+    ],
+  ]);
   apiKey = VONAGE_SIM_API_KEY;
   apiSecret = VONAGE_SIM_API_SECRET;
 
@@ -69,7 +90,22 @@ export class VonageNumbersSimulator extends CarrierSimServer {
     if (key === 'POST /number/cancel') return this.cancel(req);
     if (key === 'GET /account/numbers') return this.ownedList(req);
     if (key === 'GET /account/get-pricing/outbound/voice') return this.pricing(req);
+    const app = /^\/v2\/applications\/([^/]+)$/.exec(req.path);
+    if (app && (req.method === 'GET' || req.method === 'PUT')) return this.application(req, decodeURIComponent(app[1]!));
     return { status: 404, body: this.errorBody(404) };
+  }
+
+  /** Applications API v2: read, or replace (PUT needs `name`; what it carries replaces the application). */
+  private application(req: SimRequest, id: string): SimReply {
+    const app = this.applications.get(id);
+    const problem = (status: number, title: string, detail: string) => ({ status, body: { type: `https://developer.nexmo.com/api-errors/application#${status}`, title, detail, instance: `sim-${this.requests.length}` } });
+    if (!app) return problem(404, 'Not Found', `Application ${id} does not exist, or you do not have access`);
+    if (req.method === 'GET') return { status: 200, body: { ...app, _links: { self: { href: `/v2/applications/${id}` } } } };
+    const body = req.body as Partial<VonageSimApplication> | null;
+    if (!body || typeof body !== 'object' || typeof body.name !== 'string' || body.name === '') return problem(400, 'Bad Request', 'name is required');
+    const next: VonageSimApplication = { ...body, id, name: body.name, capabilities: body.capabilities ?? {} };
+    this.applications.set(id, next);
+    return { status: 200, body: { ...next, _links: { self: { href: `/v2/applications/${id}` } } } };
   }
 
   private search(req: SimRequest): SimReply {
