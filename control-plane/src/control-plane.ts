@@ -16,6 +16,7 @@ import { startAnalysisLlms } from './modules/conversations/analysis-llm.js';
 import { startTelegram } from './modules/messaging/telegram-runtime.js';
 import { startCallHandling } from './modules/conversations/call-handlers.js';
 import { RecordingRetention } from './modules/conversations/recording-retention.js';
+import { CARRIER_CALL_EVENT_RETENTION_DAYS, CarrierCallEventStore } from './modules/telephony/carrier-call-event-store.js';
 import { Housekeeping } from './modules/housekeeping/housekeeping.js';
 import { startKnowledgeRetrieval } from './modules/knowledge-base/retrieval.js';
 import { IdempotencyStore } from './modules/idempotency/idempotency-store.js';
@@ -121,6 +122,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       webhookLog: { pool: database.pool, retentionDays: config.webhooks.logRetentionDays },
       rateLimiter: new RateLimiter(database.pool),
       recordingRetention: new RecordingRetention({ db: database.db, store: recordings, log: log.child({ module: 'recordings' }) }),
+      carrierCallEvents: { store: new CarrierCallEventStore(database.db), retentionDays: CARRIER_CALL_EVENT_RETENTION_DAYS },
       log,
       intervalMs: config.housekeepingIntervalMs,
     });

@@ -1,6 +1,8 @@
 import { desc, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { conversations } from '../db/schema/conversations.js';
+import { CarrierCallEventStore } from '../modules/telephony/carrier-call-event-store.js';
+import type { CarrierCallEventView } from '../modules/telephony/carrier-call-event-store.js';
 
 /** A conversation as the debug inspector shows it: capitalised enum values (spec "Telephony debug"). */
 export interface InspectedConversation {
@@ -24,6 +26,8 @@ export interface InspectedCall {
   callSid: string;
   conversation: InspectedConversation | null;
   outboundCall: null;
+  /** The carriers' call-status callbacks for this call id, oldest first. */
+  carrierEvents: CarrierCallEventView[];
 }
 
 /** Channel names of this endpoint: a phone call is a `Voice` conversation, a browser one `Web`. */
@@ -45,10 +49,17 @@ export function inspectorChannel(channel: string): string {
 
 /**
  * Looks a provider call id up for the admin debug inspector: the conversation whose
- * `external_id` it is (the most recent one if two carriers reused an id). Read-only.
+ * `external_id` it is (the most recent one if two carriers reused an id) and the carriers'
+ * status events for it. A call with events but no conversation (it ended while ringing, or
+ * its stream never connected) is a match with `conversation: null`; null only when neither
+ * exists. Read-only.
  */
 export class CallInspector {
-  constructor(private readonly db: Db) {}
+  private readonly events: CarrierCallEventStore;
+
+  constructor(private readonly db: Db) {
+    this.events = new CarrierCallEventStore(db);
+  }
 
   async find(callSid: string): Promise<InspectedCall | null> {
     const [row] = await this.db
@@ -75,7 +86,8 @@ export class CallInspector {
     // Not yet: also look the id up in outbound calls (provider call id) once that table exists:
     // an outbound call fills `outboundCall` {to, from, status, provider, retryCount, error, timestamps}
     // and may have no conversation (never connected). Until then `outboundCall` is always null.
-    if (!row) return null;
+    const carrierEvents = await this.events.listForCall(callSid);
+    if (!row) return carrierEvents.length > 0 ? { callSid, conversation: null, outboundCall: null, carrierEvents } : null;
     return {
       callSid,
       conversation: {
@@ -93,6 +105,7 @@ export class CallInspector {
         messageCount: Number(row.messageCount),
       },
       outboundCall: null,
+      carrierEvents,
     };
   }
 }

@@ -57,7 +57,7 @@ export const debugRoutes: FastifyPluginAsync<{ appEnv: 'development' | 'producti
       const { callSid } = req.params;
       const found = await opts.inspector.find(callSid);
       // The spec's shape for no match: not a problem document.
-      if (!found) return reply.code(404).send({ callSid, message: `No conversation or outbound call has the provider call id ${callSid}.` });
+      if (!found) return reply.code(404).send({ callSid, message: `No conversation, outbound call or carrier call event has the provider call id ${callSid}.` });
       return found;
     },
   });

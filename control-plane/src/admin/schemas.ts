@@ -55,8 +55,24 @@ const inspectedConversation = z.object({
   messageCount: z.number().int(),
 });
 
-/** Inspector match; `outboundCall` stays null until outbound calls are stored (#9). */
-export const inspectedCallSchema = z.object({ callSid: z.string(), conversation: inspectedConversation.nullable(), outboundCall: z.null() });
+const carrierEvent = z.object({
+  provider: z.enum(['twilio', 'telnyx', 'vonage']),
+  status: z.string().describe("the carrier's own status value"),
+  detail: z.string().nullable(),
+  durationSeconds: z.number().int().nullable(),
+  occurredAt: z.string().describe("the carrier's event time, or when it was received when the carrier sends none"),
+});
+
+/**
+ * Inspector match; `outboundCall` stays null until outbound calls are stored (#9).
+ * `conversation` is null for a call the carriers reported but that never got one (ended while ringing).
+ */
+export const inspectedCallSchema = z.object({
+  callSid: z.string(),
+  conversation: inspectedConversation.nullable(),
+  outboundCall: z.null(),
+  carrierEvents: z.array(carrierEvent).describe('call-status callbacks of the carriers, oldest first'),
+});
 /** Inspector no-match body, the spec's shape (not a problem document). */
 export const callNotFoundSchema = z.object({ callSid: z.string(), message: z.string() });
 

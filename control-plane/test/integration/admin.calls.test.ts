@@ -89,6 +89,7 @@ describe('GET /api/v1/telephony/debug/calls/{callSid}', () => {
         messageCount: 3,
       },
       outboundCall: null,
+      carrierEvents: [],
     });
   });
 

@@ -7,6 +7,8 @@ import { agentVersions } from '../../db/schema/agent-versions.js';
 import { agents } from '../../db/schema/agents.js';
 import { conversationMessages, conversations, gatewayHeartbeats, transcriptTurns } from '../../db/schema/conversations.js';
 import { jobs } from '../../db/schema/jobs.js';
+import { carrierCallEvents } from '../../db/schema/carrier-call-events.js';
+import type { CarrierCallEventProvider } from '../../db/schema/carrier-call-events.js';
 import { tenants } from '../../db/schema/tenants.js';
 import { deletedConversationUsage } from '../../db/schema/usage.js';
 import { webhookEvents } from '../../db/schema/webhooks.js';
@@ -241,7 +243,8 @@ export class ConversationRepository {
   /**
    * Deletes a conversation for good, in one transaction: its billing usage is added to the
    * anonymous aggregate (tenant, agent, UTC day, channel), then its webhook events (their
-   * bodies carry its data), pending jobs, messages, transcript and the row itself go.
+   * bodies carry its data), pending jobs, the carrier's call events, messages, transcript
+   * and the row itself go.
    * `removeRecording` runs inside the transaction, before commit: if the object store
    * fails, nothing is deleted; if the commit fails after it, a retried DELETE finishes.
    * A call still in progress is not deleted (its gateway would keep reporting it).
@@ -249,7 +252,7 @@ export class ConversationRepository {
   async deleteConversation(tenantId: string, id: string, removeRecording: (key: string) => Promise<void>): Promise<DeleteResult> {
     return this.db.transaction(async (tx) => {
       const [row] = await tx
-        .select({ status: conversations.status, recordingKey: conversations.recordingKey })
+        .select({ status: conversations.status, recordingKey: conversations.recordingKey, provider: conversations.provider, externalId: conversations.externalId })
         .from(conversations)
         .where(and(eq(conversations.tenantId, tenantId), eq(conversations.id, id)))
         .for('update');
@@ -282,6 +285,9 @@ export class ConversationRepository {
       `);
       await tx.delete(webhookEvents).where(and(eq(webhookEvents.tenantId, tenantId), eq(webhookEvents.conversationId, id)));
       await tx.delete(jobs).where(and(eq(jobs.tenantId, tenantId), eq(jobs.subjectId, id)));
+      // The carrier's status events of the call, also those that arrived before the conversation
+      // existed (no conversation_id; the foreign key's cascade removes the others anyway).
+      await tx.delete(carrierCallEvents).where(and(eq(carrierCallEvents.provider, row.provider as CarrierCallEventProvider), eq(carrierCallEvents.callSid, row.externalId)));
       await tx.delete(conversations).where(eq(conversations.id, id));
       if (row.recordingKey) await removeRecording(row.recordingKey);
       return { kind: 'deleted' as const, recordingKey: row.recordingKey };

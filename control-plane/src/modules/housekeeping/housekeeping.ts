@@ -4,11 +4,13 @@ import { DeliveryQueue } from '../webhooks/delivery-queue.js';
 import type { IdempotencyStore } from '../idempotency/idempotency-store.js';
 import type { RateLimiter } from '../rate-limit/rate-limiter.js';
 import type { RecordingRetention } from '../conversations/recording-retention.js';
+import type { CarrierCallEventStore } from '../telephony/carrier-call-event-store.js';
 
 /**
  * Periodic clean-up: expired idempotency records (24 h), past rate-limit windows,
  * webhook events (with their delivery log) past the log retention, and call recordings
- * past their agent's `storageRetentionDays` (object deleted, marked unavailable).
+ * past their agent's `storageRetentionDays` (object deleted, marked unavailable), and
+ * carriers' call-status events past their retention (in batches).
  * Every replica may run it; the deletes are idempotent, so no coordination is needed,
  * and a restart loses nothing (the state it cleans is in Postgres).
  */
@@ -27,6 +29,8 @@ export class Housekeeping {
       webhookLog?: { pool: pg.Pool; retentionDays: number };
       /** Deletes recordings whose retention ran out (claims rows with SKIP LOCKED, so replicas do not collide). */
       recordingRetention?: RecordingRetention;
+      /** Carrier call events received more than `retentionDays` ago are deleted. */
+      carrierCallEvents?: { store: CarrierCallEventStore; retentionDays: number };
     },
   ) {}
 
@@ -36,7 +40,7 @@ export class Housekeeping {
     void this.runOnce();
   }
 
-  async runOnce(): Promise<{ idempotencyKeys: number; rateLimitWindows: number; webhookEvents: number; recordings: number }> {
+  async runOnce(): Promise<{ idempotencyKeys: number; rateLimitWindows: number; webhookEvents: number; recordings: number; carrierCallEvents: number }> {
     const run = (async () => {
       const nowMs = (this.deps.now ?? Date.now)();
       const idempotencyKeys = await this.deps.idempotency.purgeExpired();
@@ -44,8 +48,11 @@ export class Housekeeping {
       const log = this.deps.webhookLog;
       const webhookEvents = log ? await new DeliveryQueue(log.pool).purgeBefore(new Date(nowMs - log.retentionDays * 86_400_000)) : 0;
       const recordings = this.deps.recordingRetention ? (await this.deps.recordingRetention.purge(new Date(nowMs))).purged : 0;
-      if (idempotencyKeys + rateLimitWindows + webhookEvents + recordings > 0) this.deps.log.debug({ idempotencyKeys, rateLimitWindows, webhookEvents, recordings }, 'housekeeping purged');
-      return { idempotencyKeys, rateLimitWindows, webhookEvents, recordings };
+      const events = this.deps.carrierCallEvents;
+      const carrierCallEvents = events ? await events.store.purgeBefore(new Date(nowMs - events.retentionDays * 86_400_000)) : 0;
+      const purged = { idempotencyKeys, rateLimitWindows, webhookEvents, recordings, carrierCallEvents };
+      if (idempotencyKeys + rateLimitWindows + webhookEvents + recordings + carrierCallEvents > 0) this.deps.log.debug(purged, 'housekeeping purged');
+      return purged;
     })();
     this.running = run.then(
       () => undefined,

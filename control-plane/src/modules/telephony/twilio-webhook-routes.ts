@@ -2,6 +2,7 @@ import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } f
 import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { apologyAnswer } from './inbound-answer.js';
+import { CarrierCallEventStore } from './carrier-call-event-store.js';
 import { InboundCallRouter, logInboundDecision } from './inbound-call-router.js';
 import { PhoneNumberRepository } from './phone-number-repository.js';
 import { registerTwilioFormParser, verifyTwilioRequest } from './twilio-request.js';
@@ -23,6 +24,11 @@ const PUBLIC = { scope: null } as const;
 const ROUTE = { config: PUBLIC, schema: { hide: true } } as const;
 const PREFIXES = ['', '/api/v1'] as const;
 
+/** Twilio's only failure detail on a status callback is the final SIP code (reference §4.2). */
+function sipDetail(code: string | undefined): string | undefined {
+  return code ? `sip ${code}` : undefined;
+}
+
 /**
  * Twilio's callbacks: `POST /webhooks/twilio/voice` (inbound call → TwiML) and
  * `POST /webhooks/twilio/status` (call status), each also under `/api/v1`. Bodies are
@@ -35,6 +41,7 @@ const PREFIXES = ['', '/api/v1'] as const;
  */
 export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = async (app, opts) => {
   const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(opts.db), mediaGatewayPublicUrl: opts.mediaGatewayPublicUrl });
+  const events = new CarrierCallEventStore(opts.db);
 
   registerTwilioFormParser(app);
 
@@ -61,12 +68,23 @@ export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = asy
     app.post(`${prefix}/webhooks/twilio/status`, ROUTE, async (req, reply) => {
       const form = verified(req, reply);
       if (!form) return reply;
-      // Logged only: number statistics come from the stored conversations, and outbound calls
-      // (whose status this would drive) are not built yet; there is no issue for them so far.
+      // Logged and stored for the admin inspector (carrier_call_events); the conversation is not
+      // changed: number statistics come from the stored conversations, and outbound calls (whose
+      // status this would drive) are not built yet; there is no issue for them so far.
+      const callSid = form.get('CallSid');
+      const callStatus = form.get('CallStatus');
       req.log.info(
-        { callSid: form.get('CallSid'), provider: 'twilio', callStatus: form.get('CallStatus'), sequenceNumber: form.get('SequenceNumber'), callDurationSec: form.get('CallDuration') },
+        { callSid, provider: 'twilio', callStatus, sequenceNumber: form.get('SequenceNumber'), callDurationSec: form.get('CallDuration') },
         'Twilio call status',
       );
+      // A callback without its call id or status has nothing to store; it is answered like any
+      // other (the body is ignored by Twilio), and a failed insert is logged, not answered 5xx.
+      if (callSid && callStatus) {
+        await events.record(
+          { provider: 'twilio', callSid, status: callStatus, duration: form.get('CallDuration'), timestamp: form.get('Timestamp'), calledNumber: form.get('To'), detail: sipDetail(form.get('SipResponseCode')) },
+          req.log,
+        );
+      }
       return reply.code(204).send();
     });
   }

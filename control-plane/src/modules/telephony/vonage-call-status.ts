@@ -2,6 +2,7 @@ import { and, desc, eq } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { conversations } from '../../db/schema/conversations.js';
+import { CarrierCallEventStore } from './carrier-call-event-store.js';
 
 /** Vonage call statuses after which the call is over (reference/telephony-vonage.md §4). */
 export const VONAGE_FINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'rejected', 'busy', 'cancelled', 'unanswered', 'timeout']);
@@ -18,6 +19,10 @@ export interface VonageCallEvent {
   duration?: string;
   /** Present on call-flow errors, which have no status. */
   reason?: string;
+  /** When the event happened (ISO 8601, §4); stored as the event's time. */
+  timestamp?: string;
+  /** The called number, E.164 (the route adds the `+`): the tenant of a call with no conversation. */
+  to?: string;
 }
 
 /** What {@link VonageCallStatus.record} found for an event (returned for tests and logs). */
@@ -37,13 +42,32 @@ export type VonageEventOutcome =
  * - a final status for a conversation still `in_progress` is normal (the carrier's event
  *   and the gateway's end record race); the gateway's end record, or the lost-gateway
  *   watchdog, closes it with the real transcript and usage, which this event does not have.
- * Nothing is written: the events are logged with the conversation they belong to. A failing
- * lookup (database down) still logs the status: a 5xx would only make Vonage send it again.
+ * The conversation is not changed: the events are logged with the conversation they belong
+ * to, and each status event is stored in `carrier_call_events` for the admin inspector
+ * (call-flow errors have no status and no call id, so they are only logged). A failing lookup
+ * or insert (database down) still logs the status: a 5xx would only make Vonage send it again.
  */
 export class VonageCallStatus {
-  constructor(private readonly db: Db) {}
+  private readonly events: CarrierCallEventStore;
+
+  constructor(private readonly db: Db) {
+    this.events = new CarrierCallEventStore(db);
+  }
 
   async record(event: VonageCallEvent, log: FastifyBaseLogger): Promise<VonageEventOutcome> {
+    const outcome = await this.lookUp(event, log);
+    const uuid = event.uuid ?? event.call_uuid;
+    if (event.status !== undefined && uuid) {
+      await this.events.record(
+        { provider: 'vonage', callSid: uuid, status: event.status, detail: event.detail, duration: event.duration, timestamp: event.timestamp, calledNumber: event.to },
+        log,
+      );
+    }
+    return outcome;
+  }
+
+  /** Finds the event's conversation and logs the event with it. */
+  private async lookUp(event: VonageCallEvent, log: FastifyBaseLogger): Promise<VonageEventOutcome> {
     const uuid = event.uuid ?? event.call_uuid;
     if (event.status === undefined) {
       log.warn({ provider: 'vonage', conversationUuid: event.conversation_uuid, reason: event.reason }, 'Vonage reported a call-flow error');

@@ -116,11 +116,13 @@ export const vonageWebhookRoutes: FastifyPluginAsync<VonageWebhookOptions> = asy
       const params = verified(req, reply);
       if (!params) return reply;
       const e: VonageCallEvent = {};
-      for (const name of ['status', 'uuid', 'call_uuid', 'conversation_uuid', 'direction', 'detail', 'duration', 'reason'] as const) {
+      for (const name of ['status', 'uuid', 'call_uuid', 'conversation_uuid', 'direction', 'detail', 'duration', 'reason', 'timestamp', 'to'] as const) {
         const v = params[name];
         if (v !== undefined && typeof v !== 'string') throw validationError(name, 'must be a string');
         if (v !== undefined) e[name] = v;
       }
+      const to = vonageE164(e.to);
+      if (to !== undefined) e.to = to;
       if (e.status === undefined && e.reason === undefined) throw validationError('status', 'is required (or reason, for a call-flow error)');
       await calls.record(e, req.log);
       // Empty 204: for a synchronous connect's `disconnected` this means "no new NCCO", so the call ends.
