@@ -53,3 +53,12 @@ describe('POST /webhooks/twilio/voice with the database down', () => {
     }
   });
 });
+
+describe('POST /webhooks/twilio/status with the database down', () => {
+  it('answers 204 as before: the event is logged, not stored (a 5xx would only bring the same callback back)', async () => {
+    const params = { ...voiceParams(randomE164()), CallStatus: 'completed', CallDuration: '12', Timestamp: 'Wed, 25 Nov 2026 20:40:00 +0000' };
+    const res = await postTwilio(t.app, '/webhooks/twilio/status', params);
+    expect(res.statusCode).toBe(204);
+    expect(res.body).toBe('');
+  });
+});
