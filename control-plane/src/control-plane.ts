@@ -13,6 +13,8 @@ import type { EmbeddedDatabase } from './db/embedded-postgres.js';
 import { startAuthPurge } from './modules/auth/auth-purge.js';
 import { ANALYSIS_JOB, AnalysisJobHandler } from './modules/conversations/analysis-job.js';
 import { startAnalysisLlms } from './modules/conversations/analysis-llm.js';
+import { MessagingRepository } from './modules/messaging/repository.js';
+import { THREAD_IDLE_MS } from './modules/messaging/service.js';
 import { startTelegram } from './modules/messaging/telegram-runtime.js';
 import { startCallHandling } from './modules/conversations/call-handlers.js';
 import { RecordingRetention } from './modules/conversations/recording-retention.js';
@@ -123,6 +125,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       rateLimiter: new RateLimiter(database.pool),
       recordingRetention: new RecordingRetention({ db: database.db, store: recordings, log: log.child({ module: 'recordings' }) }),
       carrierCallEvents: { store: new CarrierCallEventStore(database.db), retentionDays: CARRIER_CALL_EVENT_RETENTION_DAYS },
+      messagingThreads: { repo: new MessagingRepository(database.db), idleMs: THREAD_IDLE_MS },
       log,
       intervalMs: config.housekeepingIntervalMs,
     });

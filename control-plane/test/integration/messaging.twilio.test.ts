@@ -5,12 +5,17 @@
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
+import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { computeTwilioSignature } from '@vap/shared';
 import type { OpenAiSimulator } from '@vap/voice-pipeline/simulators';
 import { DEFAULT_LOST_CALL_RULES } from '../../src/modules/conversations/call-service.js';
 import { ConversationRepository } from '../../src/modules/conversations/repository.js';
-import { MESSAGING_APOLOGY, TEXT_ONLY_REPLY } from '../../src/modules/messaging/service.js';
+import { Housekeeping } from '../../src/modules/housekeeping/housekeeping.js';
+import { IdempotencyStore } from '../../src/modules/idempotency/idempotency-store.js';
+import { MessagingRepository } from '../../src/modules/messaging/repository.js';
+import { MESSAGING_APOLOGY, TEXT_ONLY_REPLY, THREAD_IDLE_MS } from '../../src/modules/messaging/service.js';
+import { RateLimiter } from '../../src/modules/rate-limit/rate-limiter.js';
 import { call } from '../helpers.js';
 import { TELEPHONY_ENV, agentWithNumber, postTwilio, randomE164 } from '../telephony-fixtures.js';
 import { conversationsOf, messageParams, messagingWorld, randomSender, storedCounts, twimlMessage } from './messaging.fixtures.js';
@@ -132,6 +137,48 @@ describe('POST /webhooks/twilio/sms', () => {
     expect(await messagesOf(threads[0]!.id)).toEqual([{ role: 'user', content: later }, { role: 'agent', content: `You said: ${later}.` }]);
     const closed = (await call(w.app, w.tenant.key, 'GET', `/api/v1/conversations/${old!.id}`)).json() as Record<string, unknown>;
     expect(closed).toMatchObject({ status: 'completed', endReason: 'idle_timeout' });
+  });
+
+  it('housekeeping completes threads idle for 24 hours without waiting for the next message, but not one being written to', async () => {
+    const [idle, busy, fresh] = [randomSender(), randomSender(), randomSender()];
+    for (const sender of [idle, busy, fresh]) await postTwilio(w.app, '/webhooks/twilio/sms', messageParams('sms', routed.phoneNumber, sender, unique('hello')));
+    const [[idleThread], [busyThread], [freshThread]] = await Promise.all([idle, busy, fresh].map((s) => threadOf('sms', s)));
+    for (const t of [idleThread!, busyThread!]) {
+      await w.database.db.execute(sql`update conversation_messages set timestamp = timestamp - interval '25 hours' where conversation_id = ${t.id}`);
+      await w.database.db.execute(sql`update conversations set started_at = started_at - interval '25 hours' where id = ${t.id}`);
+    }
+    const [lastMessage] = (await w.database.pool.query('select max(timestamp) as at from conversation_messages where conversation_id = $1', [idleThread!.id])).rows as { at: Date }[];
+    // The busy thread's peer is writing: its lock (the one openThread takes) is held by another session.
+    const holder = await w.database.pool.connect();
+    try {
+      await holder.query('begin');
+      await holder.query(`select pg_advisory_xact_lock(hashtextextended($1, 0))`, [`messaging:${w.tenant.tenantId}:${routed.agentId}:sms:${busy}`]);
+      const hk = new Housekeeping({
+        idempotency: new IdempotencyStore(w.database.pool),
+        rateLimiter: new RateLimiter(w.database.pool),
+        messagingThreads: { repo: new MessagingRepository(w.database.db), idleMs: THREAD_IDLE_MS },
+        log: pino({ level: 'silent' }),
+        intervalMs: 60_000,
+      });
+      const result = await hk.runOnce();
+      await hk.stop();
+      expect(result.idleThreads).toBeGreaterThanOrEqual(1);
+    } finally {
+      await holder.query('rollback');
+      holder.release();
+    }
+    const get = async (id: string) => (await call(w.app, w.tenant.key, 'GET', `/api/v1/conversations/${id}`)).json() as Record<string, unknown>;
+    const closed = await get(idleThread!.id);
+    expect(closed).toMatchObject({ status: 'completed', endReason: 'idle_timeout', durationSeconds: expect.any(Number) });
+    expect(new Date(closed.endedAt as string).getTime()).toBe(lastMessage!.at.getTime());
+    expect((await get(busyThread!.id)).status).toBe('in_progress');
+    expect((await get(freshThread!.id)).status).toBe('in_progress');
+    // A closed thread can now be deleted (an open one answers 409).
+    expect((await call(w.app, w.tenant.key, 'DELETE', `/api/v1/conversations/${idleThread!.id}`)).statusCode).toBe(204);
+    expect((await call(w.app, w.tenant.key, 'DELETE', `/api/v1/conversations/${freshThread!.id}`)).statusCode).toBe(409);
+    // The next message from the idle sender opens a new thread.
+    await postTwilio(w.app, '/webhooks/twilio/sms', messageParams('sms', routed.phoneNumber, idle, unique('back')));
+    expect((await threadOf('sms', idle)).map((t) => t.status)).toEqual(['in_progress']);
   });
 
   it('stores a message redelivered with the same MessageSid once and answers the first reply again', async () => {

@@ -10,7 +10,8 @@ import type { CarrierCallEventStore } from '../telephony/carrier-call-event-stor
  * Periodic clean-up: expired idempotency records (24 h), past rate-limit windows,
  * webhook events (with their delivery log) past the log retention, and call recordings
  * past their agent's `storageRetentionDays` (object deleted, marked unavailable), and
- * carriers' call-status events past their retention (in batches).
+ * carriers' call-status events past their retention (in batches), and messaging threads
+ * idle past their window (completed, as the peer's next message would).
  * Every replica may run it; the deletes are idempotent, so no coordination is needed,
  * and a restart loses nothing (the state it cleans is in Postgres).
  */
@@ -31,6 +32,8 @@ export class Housekeeping {
       recordingRetention?: RecordingRetention;
       /** Carrier call events received more than `retentionDays` ago are deleted. */
       carrierCallEvents?: { store: CarrierCallEventStore; retentionDays: number };
+      /** Open SMS/WhatsApp/Telegram threads whose last message is older than `idleMs` are completed (`idle_timeout`). */
+      messagingThreads?: { repo: { closeIdleThreads(idleSince: Date): Promise<number> }; idleMs: number };
     },
   ) {}
 
@@ -40,7 +43,7 @@ export class Housekeeping {
     void this.runOnce();
   }
 
-  async runOnce(): Promise<{ idempotencyKeys: number; rateLimitWindows: number; webhookEvents: number; recordings: number; carrierCallEvents: number }> {
+  async runOnce(): Promise<{ idempotencyKeys: number; rateLimitWindows: number; webhookEvents: number; recordings: number; carrierCallEvents: number; idleThreads: number }> {
     const run = (async () => {
       const nowMs = (this.deps.now ?? Date.now)();
       const idempotencyKeys = await this.deps.idempotency.purgeExpired();
@@ -50,8 +53,10 @@ export class Housekeeping {
       const recordings = this.deps.recordingRetention ? (await this.deps.recordingRetention.purge(new Date(nowMs))).purged : 0;
       const events = this.deps.carrierCallEvents;
       const carrierCallEvents = events ? await events.store.purgeBefore(new Date(nowMs - events.retentionDays * 86_400_000)) : 0;
-      const purged = { idempotencyKeys, rateLimitWindows, webhookEvents, recordings, carrierCallEvents };
-      if (idempotencyKeys + rateLimitWindows + webhookEvents + recordings + carrierCallEvents > 0) this.deps.log.debug(purged, 'housekeeping purged');
+      const threads = this.deps.messagingThreads;
+      const idleThreads = threads ? await threads.repo.closeIdleThreads(new Date(nowMs - threads.idleMs)) : 0;
+      const purged = { idempotencyKeys, rateLimitWindows, webhookEvents, recordings, carrierCallEvents, idleThreads };
+      if (idempotencyKeys + rateLimitWindows + webhookEvents + recordings + carrierCallEvents + idleThreads > 0) this.deps.log.debug(purged, 'housekeeping purged');
       return purged;
     })();
     this.running = run.then(

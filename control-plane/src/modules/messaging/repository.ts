@@ -69,6 +69,38 @@ export class MessagingRepository {
     });
   }
 
+  /**
+   * Completes open threads (channels `sms`, `whatsapp`, `telegram`; no gateway) whose last
+   * message (else their start) is before `idleSince`, as {@link openThread} would on the
+   * peer's next message: `completed`, `idle_timeout`, ended at the last message. At most
+   * `limit` per call (housekeeping calls it every run). A thread whose peer is writing right
+   * now (its advisory lock held by {@link openThread}) is skipped, never closed under it.
+   * Returns how many were closed.
+   */
+  async closeIdleThreads(idleSince: Date, limit = 500): Promise<number> {
+    const result = await this.db.transaction(async (tx) =>
+      tx.execute(sql`
+        with idle as (
+          select c.id, coalesce(m.last_at, c.started_at) as last_at, c.started_at
+          from conversations c
+          left join lateral (select max(timestamp) as last_at from conversation_messages where conversation_id = c.id) m on true
+          where c.status = 'in_progress' and c.gateway_id is null and c.channel in ('sms', 'whatsapp', 'telegram')
+            and coalesce(m.last_at, c.started_at) < ${idleSince}
+          order by c.started_at
+          limit ${limit}
+        ), claimable as (
+          select idle.* from idle join conversations c on c.id = idle.id
+          where pg_try_advisory_xact_lock(hashtextextended('messaging:' || c.tenant_id || ':' || c.agent_id || ':' || c.channel || ':' || (c.metadata->>${THREAD_PEER_KEY}), 0))
+        )
+        update conversations c
+        set status = 'completed', end_reason = 'idle_timeout', ended_at = claimable.last_at,
+            duration_seconds = greatest(0, floor(extract(epoch from claimable.last_at - claimable.started_at)))::int, updated_at = now()
+        from claimable
+        where c.id = claimable.id and c.status = 'in_progress'`),
+    );
+    return result.rowCount ?? 0;
+  }
+
   /** The tenant of an agent, by id alone (a Telegram webhook names only the agent); undefined when it does not exist. */
   async agentTenant(agentId: string): Promise<string | undefined> {
     const [row] = await this.db.select({ tenantId: agents.tenantId }).from(agents).where(eq(agents.id, agentId));
