@@ -2,7 +2,7 @@
  * A carrier's media-stream WebSocket endpoint on one path of the gateway's
  * {@link UpgradeRouter}: upgrade (after the carrier's own check), read the handshake until
  * the carrier's `start`, hand the leg to `onCall`, and hang every leg up on close. The
- * carrier (Twilio, Telnyx) supplies the upgrade check and turns its `start` into a leg.
+ * carrier (Twilio, Telnyx, Vonage) supplies the upgrade check and turns its `start` into a leg.
  * Every refusal and lost handshake is counted in `svc.telephony.media_stream_closed`.
  */
 import type { IncomingMessage, Server } from 'node:http';
@@ -17,16 +17,20 @@ import { refuseUpgrade, UpgradeRouter } from './upgrade-router.js';
 /** Largest message accepted: a media message is ~300 bytes; `start` with many parameters a few kB. */
 const MAX_MESSAGE_BYTES = 64 * 1024;
 
-/** What a text frame received before the leg exists amounts to. */
-export type HandshakeStep<L> = { leg: L } | { unsupported: Record<string, unknown> } | null;
+/**
+ * What a text frame received before the leg exists amounts to. `unsupported` closes the
+ * socket (default 1003, "unsupported media format"; a carrier may close with another code
+ * for a start that lacks what it always sends) and counts it as `unsupported-format`.
+ */
+export type HandshakeStep<L> = { leg: L } | { unsupported: Record<string, unknown>; closeCode?: number; closeReason?: string } | null;
 
 export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
   /** The path this endpoint claims (the query string is ignored by the router). */
   path: string;
   /** Bound to the carrier (`provider`). */
   log: Logger;
-  /** False refuses the upgrade with 403 (counted as `bad-signature`). Default: accept. */
-  authorize?: (req: IncomingMessage) => boolean;
+  /** False, or why, refuses the upgrade with 403 (counted as `bad-signature`). Default: accept. */
+  authorize?: (req: IncomingMessage) => boolean | { refused: string };
   /**
    * A text frame before the leg exists: its `start` → the new leg; a `start` the gateway
    * cannot take → `unsupported` (closed 1003, the fields are logged); anything else → null
@@ -65,9 +69,10 @@ export function attachMediaStreamEndpoint<L extends PacedCallLeg>(target: Server
   function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', (err) => log.debug({ err }, 'upgrade socket error'));
     if (closing) return refuseUpgrade(socket, 503);
-    if (opts.authorize && !opts.authorize(req)) {
+    const verdict = opts.authorize?.(req) ?? true;
+    if (verdict !== true) {
       mediaStreamClosed.increment('bad-signature');
-      log.warn('media stream upgrade refused: bad signature or credentials');
+      log.warn(verdict === false ? {} : { reason: verdict.refused }, 'media stream upgrade refused: bad signature or credentials');
       return refuseUpgrade(socket, 403);
     }
     wss.handleUpgrade(req, socket, head, (ws) => handshake(ws, req));
@@ -89,8 +94,8 @@ export function attachMediaStreamEndpoint<L extends PacedCallLeg>(target: Server
       cleanup();
       if ('unsupported' in step) {
         mediaStreamClosed.increment('unsupported-format');
-        log.warn(step.unsupported, 'media stream format is not μ-law 8 kHz mono');
-        ws.close(1003, 'unsupported media format');
+        log.warn(step.unsupported, step.closeReason ?? 'media stream format is not supported');
+        ws.close(step.closeCode ?? 1003, step.closeReason ?? 'unsupported media format');
         return;
       }
       const leg = step.leg;

@@ -1,13 +1,15 @@
 /**
- * What every carrier media-stream leg (Twilio, Telnyx) shares: listeners, paced outbound
- * audio through the gateway's one {@link OutboundPacer}, marks (the carrier echoes them once
- * played, and all at once on `clear`), clear / pause / resume, and the close handshake. A
- * carrier subclass only reads its wire format and supplies the three outbound messages.
+ * What every carrier media-stream leg (Twilio, Telnyx, Vonage) shares: listeners, paced
+ * outbound audio through the gateway's one {@link OutboundPacer}, marks (the carrier echoes
+ * them once played, and all at once on `clear`; or, for a carrier without marks, the
+ * {@link LocalMarkPlayout} model), clear / pause / resume, and the close handshake. A
+ * carrier subclass only reads its wire format and supplies its outbound messages.
  */
 import type { Logger } from 'pino';
 import { WebSocket } from 'ws';
 import type { RawData } from 'ws';
 import type { CallLeg } from './call-leg.js';
+import { LocalMarkPlayout } from './local-mark-playout.js';
 import type { OutboundPacer, PacedStream, PacedStreamStats } from './twilio/pacer.js';
 import type { RejectReason } from './twilio/serializer.js';
 import { TaggedCounter } from './twilio/tagged-counter.js';
@@ -38,12 +40,18 @@ function take(map: Map<string, number>, name: string): boolean {
   return true;
 }
 
-/** The carrier's outbound messages, as text frames. */
+/** The carrier's outbound messages. */
 export interface LegWire {
-  /** Agent audio (one paced 20 ms μ-law frame). */
-  media(mulaw: Uint8Array): string;
-  mark(name: string): string;
-  clear(): string;
+  /** Agent audio (one paced 20 ms μ-law frame) as a text message, or as a binary frame. */
+  media(mulaw: Uint8Array): string | Uint8Array;
+  /**
+   * The carrier's mark and clear text messages. Null for a carrier that has none (Vonage):
+   * marks are then reported by the {@link LocalMarkPlayout} model, a clear or pause recalls
+   * nothing already sent, and {@link PacedCallLeg.onCleared} never fires.
+   */
+  marks: { mark(name: string): string; clear(): string } | null;
+  /** A clear dropped the queued audio (a transcoding carrier resets its resampler, so the cut audio's tail does not leak). */
+  onClear?(): void;
 }
 
 /** What a subclass hands the base. */
@@ -83,6 +91,8 @@ export abstract class PacedCallLeg implements CallLeg {
   private readonly outstanding = new Map<string, number>();
   /** Marks that were outstanding at a `clear`: the carrier echoes them at once, and they were not played. */
   private readonly cut = new Map<string, number>();
+  /** Only for a carrier without marks ({@link LegWire.marks} null). */
+  private readonly local: LocalMarkPlayout | null;
   private endReason: LegEndReason | undefined;
   private badMessages = 0;
   private readonly closed: Promise<void>;
@@ -93,11 +103,13 @@ export abstract class PacedCallLeg implements CallLeg {
     this.parameters = Object.freeze({ ...opts.parameters });
     this.log = opts.log;
     this.wire = opts.wire;
+    this.local = opts.wire.marks ? null : new LocalMarkPlayout((name) => this.deliverMarkEcho(name));
     this.stream = opts.pacer.register({
       sendFrame: (frame) => {
+        if (this.local?.alreadySent(frame)) return;
         if (!this.send(this.wire.media(frame))) return;
-        if (this.sentListeners.length === 0) return;
         const at = performance.now();
+        this.local?.frameSent(frame, at);
         for (const l of this.sentListeners) {
           try {
             l(frame, at);
@@ -108,7 +120,8 @@ export abstract class PacedCallLeg implements CallLeg {
       },
       sendMark: (name) => {
         bump(this.outstanding, name);
-        this.send(this.wire.mark(name));
+        if (this.wire.marks) this.send(this.wire.marks.mark(name));
+        else this.local!.markSent(name);
       },
     });
     this.closed = new Promise((resolve) => {
@@ -118,7 +131,7 @@ export abstract class PacedCallLeg implements CallLeg {
     this.socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     this.socket.on('close', (code) => {
       this.log.debug({ code }, 'media stream socket closed');
-      this.end('socket-lost'); // no-op when `stop` or a hangup ended the leg first
+      this.end(this.closedBy(code)); // no-op when `stop` or a hangup ended the leg first
     });
     this.socket.on('error', (err) => this.log.warn({ err }, 'media stream socket error'));
     if (this.socket.readyState === WebSocket.CLOSED) this.end('socket-lost');
@@ -126,6 +139,14 @@ export abstract class PacedCallLeg implements CallLeg {
 
   /** One frame from the carrier (runs after the constructor: messages are events). */
   protected abstract onMessage(data: RawData, isBinary: boolean): void;
+
+  /**
+   * How the leg ended when the socket closed before `stop` or a hangup: lost, for a carrier
+   * that says `stop` first. A carrier whose hang-up is the close itself (Vonage) overrides it.
+   */
+  protected closedBy(_code: number): LegEndReason {
+    return 'socket-lost';
+  }
 
   onAudio(listener: (mulaw: Uint8Array) => void): void {
     this.audioListeners.push(listener);
@@ -171,13 +192,12 @@ export abstract class PacedCallLeg implements CallLeg {
    */
   clear(): void {
     if (this.endReason !== undefined) return;
-    if (this.stream.isPaused) {
-      // The pause already cleared the carrier and nothing was sent since: drop what it held.
-      this.stream.clear();
-      return;
-    }
+    const paused = this.stream.isPaused;
     this.stream.clear();
-    this.cutOutstanding();
+    // When paused, the pause already cleared the carrier and nothing was sent since.
+    if (!paused) this.cutOutstanding();
+    this.local?.forgetSent();
+    this.wire.onClear?.();
   }
 
   /**
@@ -190,16 +210,23 @@ export abstract class PacedCallLeg implements CallLeg {
     if (this.endReason !== undefined || this.stream.isPaused) return;
     this.stream.pause((name) => this.outstanding.has(name));
     this.cutOutstanding();
+    this.local?.holdSent();
   }
 
   resume(): void {
     if (this.endReason === undefined) this.stream.resume();
   }
 
+  /** The carrier drops its unplayed audio and echoes the marks it held (swallowed); without carrier marks, they are just forgotten. */
   private cutOutstanding(): void {
+    if (!this.wire.marks) {
+      this.outstanding.clear();
+      this.local!.cancelMarks();
+      return;
+    }
     for (const [name, n] of this.outstanding) bump(this.cut, name, n);
     this.outstanding.clear();
-    if (this.send(this.wire.clear())) this.emit(this.clearedListeners, performance.now());
+    if (this.send(this.wire.marks.clear())) this.emit(this.clearedListeners, performance.now());
   }
 
   get queuedMs(): number {
@@ -276,15 +303,16 @@ export abstract class PacedCallLeg implements CallLeg {
     if (this.endReason !== undefined) return;
     this.endReason = reason;
     this.stream.close();
+    this.local?.cancelMarks();
     mediaStreamClosed.increment(counted);
     this.log.info({ reason: counted }, 'media stream ended');
     for (const listener of this.endListeners.splice(0)) this.call(listener, reason);
   }
 
-  /** False when the socket is no longer open (nothing was sent). */
-  private send(text: string): boolean {
+  /** False when the socket is no longer open (nothing was sent). A string goes as a text frame, bytes as a binary one. */
+  private send(data: string | Uint8Array): boolean {
     if (this.socket.readyState !== WebSocket.OPEN) return false;
-    this.socket.send(text);
+    this.socket.send(data);
     return true;
   }
 

@@ -2,11 +2,12 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket } from 'ws';
+import { mulawEncode } from '@vap/voice-pipeline';
 import type { MediaStreamEndpoint } from '../src/media-stream-endpoint.js';
 import { OutboundPacer } from '../src/twilio/pacer.js';
 
 /**
- * What the carrier media-stream tests (Twilio, Telnyx) share: a bare HTTP server with one
+ * What the carrier media-stream tests (Twilio, Telnyx, Vonage) share: a bare HTTP server with one
  * carrier endpoint attached, legs queued for the test to drive, raw sockets for what the
  * simulators refuse to send, and loud μ-law.
  */
@@ -16,6 +17,18 @@ export function tone(ms: number): Uint8Array {
   const out = new Uint8Array(ms * 8);
   for (let i = 0; i < out.length; i++) out[i] = i % 2 ? 0x0f : 0x8f;
   return out;
+}
+
+/** A sine as 16-bit PCM at `rate` Hz. */
+export function sine(hz: number, rate: number, ms: number, amplitude = 8000): Int16Array {
+  const out = new Int16Array((rate * ms) / 1000);
+  for (let i = 0; i < out.length; i++) out[i] = Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / rate));
+  return out;
+}
+
+/** Loud μ-law 8 kHz (a 500 Hz sine) that survives resampling, unlike {@link tone}'s 4 kHz square wave. */
+export function sineTone(ms: number): Uint8Array {
+  return mulawEncode(sine(500, 8000, ms));
 }
 
 export function median(xs: number[]): number {

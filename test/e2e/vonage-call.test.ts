@@ -45,8 +45,8 @@ describe('a phone call over Vonage, end to end', () => {
       { status: 'completed', httpStatus: 204 },
     ]);
     expect(call.protocolErrors).toEqual([]);
-    expect(call.receivedFrames.length).toBeGreaterThan(50);
-    expect(call.receivedFrames.every((f) => f.bytes === 640)).toBe(true);
+    expect(call.receivedMedia.length).toBeGreaterThan(50);
+    expect(call.receivedMedia.every((f) => f.bytes === 640)).toBe(true);
 
     const summary = p.gateway.sessions!.summary(uuid)!;
     expect(summary.conversationId).toMatch(/^conv_/);

@@ -1,8 +1,9 @@
 /**
- * The carrier-neutral half of a simulated phone caller on a μ-law 8 kHz media stream
- * (Twilio, Telnyx): caller audio every 20 ms at real time (speech or μ-law silence), agent
- * audio played from a queue at real time, marks echoed once the audio before them played,
- * `clear` honoured. A carrier subclass writes and reads its own wire format.
+ * The carrier-neutral half of a simulated phone caller on a media stream (Twilio, Telnyx,
+ * Vonage): caller audio every 20 ms at real time (speech or silence), agent audio played
+ * from a queue at real time (modelled on its μ-law 8 kHz form), marks echoed once the audio
+ * before them played, `clear` honoured. A carrier subclass writes and reads its own wire
+ * format; one that carries other audio (Vonage's L16 16 kHz) sets its {@link InboundFraming}.
  * Times are `performance.now()` ms.
  */
 import { EventEmitter } from 'node:events';
@@ -13,8 +14,16 @@ import type { PlayedChunk } from './caller-playback.js';
 import { simulatorTicker } from './simulator-ticker.js';
 
 const FRAME_MS = 20;
-const FRAME_BYTES = 160;
-const SILENCE = new Uint8Array(FRAME_BYTES).fill(0xff);
+
+/** The caller's 20 ms frame on the wire: its size, and what silence is in it. */
+export interface InboundFraming {
+  bytes: number;
+  /** The byte of digital silence (0xff in μ-law, 0 in linear PCM). */
+  silence: number;
+}
+
+/** μ-law 8 kHz: 160 bytes per 20 ms. */
+const MULAW_FRAMING: InboundFraming = { bytes: 160, silence: 0xff };
 /** Inbound frames sent at most per tick after a late tick; older slots are skipped (timestamps jump, as a carrier's may). */
 const MAX_INBOUND_CATCH_UP = 5;
 const TIMER_TOLERANCE_MS = 2;
@@ -67,7 +76,7 @@ export interface CallerEvents {
 export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
   /** Resolves with the close code once the socket is closed (by either side). */
   readonly closed: Promise<number>;
-  /** Agent audio received: arrival time and size of every `media` message. */
+  /** Agent audio received: arrival time and size on the wire of every `media` message (or binary frame). */
   readonly receivedMedia: { at: number; bytes: number }[] = [];
   /** Messages from the gateway the carrier would flag (binary, invalid, wrong stream id). */
   readonly protocolErrors: string[] = [];
@@ -78,15 +87,21 @@ export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
   protected seq = 0;
   private readonly playback: CallerPlayback;
   private readonly speech: SpeechItem[] = [];
+  private readonly silence: Uint8Array;
   private startedAt = 0;
   private frameSlot = 0;
   private ended = false;
 
-  protected constructor(protected readonly ws: WebSocket) {
+  protected constructor(
+    protected readonly ws: WebSocket,
+    private readonly framing: InboundFraming = MULAW_FRAMING,
+  ) {
     super();
+    this.silence = new Uint8Array(framing.bytes).fill(framing.silence);
     this.playback = new CallerPlayback({
       echoMark: (name, cut) => {
-        this.send(this.markEchoText(name));
+        const echo = this.markEchoText(name);
+        if (echo !== null) this.send(echo);
         this.emit('mark', name, cut);
       },
     });
@@ -101,11 +116,13 @@ export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary, performance.now()));
   }
 
-  /** Caller audio frame `chunk` (from 1) at `timestampMs` since the stream started. */
-  protected abstract inboundMediaText(chunk: number, timestampMs: number, mulaw: Uint8Array): string;
-  protected abstract markEchoText(name: string): string;
+  /** Caller audio frame `chunk` (from 1) at `timestampMs` since the stream started: a text message, or a binary frame. */
+  protected abstract inboundMessage(chunk: number, timestampMs: number, frame: Uint8Array): string | Uint8Array;
+  /** Null for a carrier without marks (it never receives one to echo). */
+  protected abstract markEchoText(name: string): string | null;
   protected abstract dtmfText(digit: string): string;
-  protected abstract stopText(): string;
+  /** Null for a carrier whose hang-up is the close alone (Vonage). */
+  protected abstract stopText(): string | null;
   /** One frame from the gateway, received at `now`. */
   protected abstract onMessage(data: RawData, isBinary: boolean, now: number): void;
 
@@ -115,14 +132,19 @@ export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
    * with silence); rejects if the call ends first.
    */
   say(mulaw: Uint8Array): Promise<{ startedAt: number; endedAt: number }> {
+    return this.queueSpeech(mulaw);
+  }
+
+  /** Queue audio already in the carrier's inbound format ({@link InboundFraming}). */
+  protected queueSpeech(bytes: Uint8Array): Promise<{ startedAt: number; endedAt: number }> {
     if (this.ended) return Promise.reject(new Error('call ended'));
     const spoken = new Promise<{ startedAt: number; endedAt: number }>((resolve, reject) => {
-      if (mulaw.byteLength === 0) {
+      if (bytes.byteLength === 0) {
         const now = performance.now();
         resolve({ startedAt: now, endedAt: now });
         return;
       }
-      this.speech.push({ bytes: mulaw, offset: 0, startedAt: undefined, resolve, reject });
+      this.speech.push({ bytes, offset: 0, startedAt: undefined, resolve, reject });
     });
     // A caller that does not await (`void sim.say(x)`, then hang up) must not cause an unhandled rejection.
     spoken.catch(() => {});
@@ -138,7 +160,8 @@ export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
   /** The caller hangs up: `stop`, then close (1000). Resolves when the socket is closed. */
   async hangup(): Promise<number> {
     if (this.ws.readyState === WebSocket.OPEN) {
-      this.send(this.stopText());
+      const stop = this.stopText();
+      if (stop !== null) this.send(stop);
       this.finish();
       this.ws.close(1000);
     }
@@ -194,8 +217,7 @@ export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
     switch (msg.event) {
       case 'media': {
         const bytes = Buffer.from(msg.media.payload, 'base64');
-        this.receivedMedia.push({ at: now, bytes: bytes.byteLength });
-        this.playback.enqueueAudio(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), now);
+        this.playAudio(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), bytes.byteLength, now);
         return;
       }
       case 'mark':
@@ -206,6 +228,12 @@ export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
         this.emit('clear', now);
         return;
     }
+  }
+
+  /** Agent audio (μ-law 8 kHz) that arrived as `wireBytes` on the wire at `now`: it plays after what is queued. */
+  protected playAudio(mulaw: Uint8Array, wireBytes: number, now: number): void {
+    this.receivedMedia.push({ at: now, bytes: wireBytes });
+    this.playback.enqueueAudio(mulaw, now);
   }
 
   /** @internal Called by the shared ticker every ~20 ms. */
@@ -219,30 +247,31 @@ export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
     while (this.frameSlot < due && !this.ended) this.sendInboundFrame(now);
   }
 
-  /** Sends a text frame while the socket is open. */
-  protected send(text: string): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
+  /** Sends a text frame (a string) or a binary one while the socket is open. */
+  protected send(data: string | Uint8Array): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(data);
   }
 
   private sendInboundFrame(now: number): void {
-    const frame = this.nextSpeechFrame(now) ?? SILENCE;
-    this.sendInbound(this.inboundMediaText(++this.inboundFrames, this.frameSlot * FRAME_MS, frame));
+    const frame = this.nextSpeechFrame(now) ?? this.silence;
+    this.sendInbound(this.inboundMessage(++this.inboundFrames, this.frameSlot * FRAME_MS, frame));
     this.frameSlot++;
   }
 
   /** How an inbound frame leaves; a subclass may hold some back to send them out of order. */
-  protected sendInbound(text: string): void {
-    this.send(text);
+  protected sendInbound(message: string | Uint8Array): void {
+    this.send(message);
   }
 
   private nextSpeechFrame(now: number): Uint8Array | null {
     const item = this.speech[0];
     if (!item) return null;
     item.startedAt ??= now;
-    const end = Math.min(item.offset + FRAME_BYTES, item.bytes.byteLength);
+    const frameBytes = this.framing.bytes;
+    const end = Math.min(item.offset + frameBytes, item.bytes.byteLength);
     let frame = item.bytes.subarray(item.offset, end);
-    if (frame.byteLength < FRAME_BYTES) {
-      const padded = new Uint8Array(FRAME_BYTES).fill(0xff);
+    if (frame.byteLength < frameBytes) {
+      const padded = new Uint8Array(frameBytes).fill(this.framing.silence);
       padded.set(frame);
       frame = padded;
     }

@@ -76,7 +76,7 @@ export class TelnyxCallerSimulator extends MulawCallerSimulator {
   readonly userId = randomUUID();
   readonly customParameters: Readonly<Record<string, string>>;
   private readonly swapEvery: number;
-  private heldFrame: string | undefined;
+  private heldFrame: string | Uint8Array | undefined;
 
   private constructor(
     ws: WebSocket,
@@ -143,12 +143,12 @@ export class TelnyxCallerSimulator extends MulawCallerSimulator {
     this.startStreaming();
   }
 
-  protected inboundMediaText(chunk: number, timestampMs: number, mulaw: Uint8Array): string {
+  protected inboundMessage(chunk: number, timestampMs: number, mulaw: Uint8Array): string {
     return telnyxInboundMediaMessage({ sequenceNumber: ++this.seq, streamId: this.streamId, chunk, timestampMs, mulaw });
   }
 
   /** Every `swapEvery`th frame is held back and sent right after the next one. */
-  protected override sendInbound(text: string): void {
+  protected override sendInbound(text: string | Uint8Array): void {
     if (this.heldFrame !== undefined) {
       this.send(text);
       this.send(this.heldFrame);

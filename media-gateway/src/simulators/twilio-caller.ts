@@ -121,7 +121,7 @@ export class TwilioCallerSimulator extends MulawCallerSimulator {
     this.startStreaming();
   }
 
-  protected inboundMediaText(chunk: number, timestampMs: number, mulaw: Uint8Array): string {
+  protected inboundMessage(chunk: number, timestampMs: number, mulaw: Uint8Array): string {
     return inboundMediaMessage({ sequenceNumber: ++this.seq, streamSid: this.streamSid, chunk, timestampMs, mulaw });
   }
 

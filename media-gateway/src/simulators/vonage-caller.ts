@@ -2,27 +2,16 @@
  * A simulated Vonage caller: the Vonage side of an NCCO `connect` to a WebSocket, faithful
  * to reference/telephony-vonage.md §1–§4 and §6 (signed answer and event webhooks, the
  * NCCO, `websocket:connected`, 640-byte L16 16 kHz frames both ways, DTMF, close).
- * Tests and the sandbox dial with it; the API mirrors the Twilio caller so
- * `runCallerScript` drives either.
+ * Tests and the sandbox dial with it; the audio timing, playback model and call API are
+ * {@link MulawCallerSimulator}'s, so `runCallerScript` drives it like the Twilio caller.
  */
 import { randomUUID } from 'node:crypto';
-import { EventEmitter } from 'node:events';
-import { WebSocket } from 'ws';
-import type { RawData } from 'ws';
+import type { RawData, WebSocket } from 'ws';
 import { signVonageWebhook } from '@vap/shared';
 import { mulawDecode, pcm16ToBytesLE, resample } from '@vap/voice-pipeline';
 import { L16_FRAME_BYTES, L16ToMulaw } from '../vonage/l16-converter.js';
 import { connectedMessage, dtmfMessage } from '../vonage/wire.js';
-import { CallerPlayback } from './caller-playback.js';
-import type { PlayedChunk } from './caller-playback.js';
-import { simulatorTicker } from './simulator-ticker.js';
-import { StreamRefusedError } from './twilio-caller.js';
-
-const FRAME_MS = 20;
-const SILENCE = new Uint8Array(L16_FRAME_BYTES);
-/** Inbound frames sent at most per tick after a late tick; older slots are skipped. */
-const MAX_INBOUND_CATCH_UP = 5;
-const TIMER_TOLERANCE_MS = 2;
+import { MulawCallerSimulator, openCarrierSocket } from './mulaw-caller.js';
 
 /** Where the simulated Vonage posts its signed webhooks. */
 export interface VonageWebhookTarget {
@@ -71,14 +60,6 @@ export interface PlaceVonageCallOptions extends VonageWebhookTarget {
 /** The NCCO connected a WebSocket (`call`), or talked and ended the call (`rejected`). */
 export type PlacedVonageCall = { rejected: false; call: VonageCallerSimulator; ncco: unknown[] } | { rejected: true; say: string; ncco: unknown[] };
 
-interface SpeechItem {
-  bytes: Uint8Array;
-  offset: number;
-  startedAt: number | undefined;
-  resolve: (r: { startedAt: number; endedAt: number }) => void;
-  reject: (err: Error) => void;
-}
-
 type NccoEndpoint = { type?: string; uri?: string; 'content-type'?: string; headers?: Record<string, string>; authorization?: { type?: string; value?: string } };
 type NccoAction = { action?: string; text?: string; endpoint?: NccoEndpoint[] };
 
@@ -86,76 +67,45 @@ type NccoAction = { action?: string; text?: string; endpoint?: NccoEndpoint[] };
 export type PostedEvent = { status: string; httpStatus: number };
 
 /**
- * One simulated Vonage call. Inbound: a 640-byte L16 16 kHz frame every 20 ms from
- * `websocket:connected` to the end, speech from {@link say} (μ-law 8 kHz, resampled to
- * 16 kHz) or silence. Outbound: agent frames play at real time (modelled by
- * {@link CallerPlayback} on their 8 kHz μ-law equivalent). Vonage sends no marks or clears,
- * so {@link clears} stays empty. Times are `performance.now()` ms.
+ * One simulated Vonage call (see {@link MulawCallerSimulator} for the audio timing). Inbound:
+ * a 640-byte L16 16 kHz binary frame every 20 ms from `websocket:connected` to the end,
+ * speech from {@link say} (μ-law 8 kHz, resampled to 16 kHz) or silence. Outbound: agent
+ * frames play at real time (modelled on their 8 kHz μ-law equivalent). Vonage sends no marks
+ * or clears, so {@link clears} and {@link marksEchoed} stay empty; `receivedMedia` counts
+ * wire bytes (640 a frame).
  */
-export class VonageCallerSimulator extends EventEmitter<{ closed: [code: number] }> {
+export class VonageCallerSimulator extends MulawCallerSimulator {
   readonly uuid: string;
   readonly headers: Readonly<Record<string, string>>;
-  /** Resolves with the close code once the socket is closed (by either side). */
-  readonly closed: Promise<number>;
   /** Resolves once the end-of-call event webhooks (if any) were posted. */
   readonly eventsPosted: Promise<PostedEvent[]>;
-  /** Agent frames received: arrival time and size. */
-  readonly receivedFrames: { at: number; bytes: number }[] = [];
   /** Received agent audio at 16 kHz, when `keepAudio` was set. */
   readonly receivedPcm: Int16Array[] = [];
-  /** What Vonage would treat as a protocol error: a text frame from us, or a frame that is not 640 bytes. */
-  readonly protocolErrors: string[] = [];
-  /** Inbound frames sent. */
-  inboundFrames = 0;
-  readonly clears: readonly number[] = [];
 
-  private readonly playback = new CallerPlayback({ echoMark: () => {} });
   private readonly toMulaw = new L16ToMulaw();
-  private readonly speech: SpeechItem[] = [];
   private readonly posted: PostedEvent[] = [];
-  private startedAt = 0;
-  private frameSlot = 0;
-  private ended = false;
   private closedByUs = false;
 
   private constructor(
-    private readonly ws: WebSocket,
+    ws: WebSocket,
     private readonly opts: VonageCallerOptions,
   ) {
-    super();
+    super(ws, { bytes: L16_FRAME_BYTES, silence: 0 });
     this.uuid = opts.uuid ?? randomUUID();
     this.headers = Object.freeze({ ...(opts.headers ?? {}) });
-    this.closed = new Promise((resolve) => {
-      ws.once('close', (code) => {
-        this.finish();
-        this.emit('closed', code);
-        resolve(code);
-      });
-    });
     this.eventsPosted = this.closed.then(async () => {
       if (!this.closedByUs) await this.postEvent('disconnected');
       await this.postEvent('completed');
       return this.posted;
     });
-    ws.on('error', () => {});
-    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
   }
 
   /** Open the socket as Vonage does (the URI as given), send `websocket:connected`, start the caller's frames. */
   static async connect(uri: string, opts: VonageCallerOptions = {}): Promise<VonageCallerSimulator> {
-    const ws = new WebSocket(uri, { handshakeTimeout: opts.connectTimeoutMs ?? 5000, ...(opts.authorization ? { headers: { Authorization: opts.authorization } } : {}) });
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('unexpected-response', (req, res) => {
-        res.resume();
-        req.destroy();
-        reject(new StreamRefusedError(res.statusCode ?? 0));
-      });
-      ws.once('error', reject);
-    });
+    const ws = await openCarrierSocket(uri, opts.authorization ? { Authorization: opts.authorization } : {}, opts.connectTimeoutMs);
     const sim = new VonageCallerSimulator(ws, opts);
-    ws.send(connectedMessage(opts.contentType ?? 'audio/l16;rate=16000', { ...sim.headers }));
-    sim.startedAt = simulatorTicker.add(sim);
+    sim.send(connectedMessage(opts.contentType ?? 'audio/l16;rate=16000', { ...sim.headers }));
+    sim.startStreaming();
     await sim.postEvent('answered');
     return sim;
   }
@@ -199,103 +149,49 @@ export class VonageCallerSimulator extends EventEmitter<{ closed: [code: number]
   }
 
   /** Speak μ-law 8 kHz audio (the shared speech fixtures): resampled to L16 16 kHz and queued after earlier speech. */
-  say(mulaw: Uint8Array): Promise<{ startedAt: number; endedAt: number }> {
+  override say(mulaw: Uint8Array): Promise<{ startedAt: number; endedAt: number }> {
     return this.sayL16(pcm16ToBytesLE(resample(mulawDecode(mulaw), 8000, 16_000)));
   }
 
   /** Speak L16 16 kHz little-endian bytes. Resolves when the last frame was sent; rejects if the call ends first. */
   sayL16(bytes: Uint8Array): Promise<{ startedAt: number; endedAt: number }> {
-    if (this.ended) return Promise.reject(new Error('call ended'));
-    const spoken = new Promise<{ startedAt: number; endedAt: number }>((resolve, reject) => {
-      if (bytes.byteLength === 0) {
-        const now = performance.now();
-        resolve({ startedAt: now, endedAt: now });
-        return;
-      }
-      this.speech.push({ bytes, offset: 0, startedAt: undefined, resolve, reject });
-    });
-    spoken.catch(() => {});
-    return spoken;
-  }
-
-  /** Press a key: one `websocket:dtmf` text frame. */
-  pressDigit(digit: string): void {
-    if (!/^[0-9*#]$/.test(digit)) throw new Error(`not a DTMF digit: ${digit}`);
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(dtmfMessage(digit));
+    return this.queueSpeech(bytes);
   }
 
   /** The caller hangs up: Vonage closes the socket (1000), then posts `completed`. Resolves when closed. */
-  async hangup(): Promise<number> {
-    if (this.ws.readyState === WebSocket.OPEN) {
-      this.closedByUs = true;
-      this.finish();
-      this.ws.close(1000);
-    }
-    return this.closed;
+  override async hangup(): Promise<number> {
+    if (this.ws.readyState === this.ws.OPEN) this.closedByUs = true;
+    return super.hangup();
   }
 
-  /** Non-silent agent audio that has played. */
-  get agentAudio(): readonly PlayedChunk[] {
-    return this.playback.played;
-  }
-
-  /** Milliseconds of non-silent agent audio the caller heard. */
-  get heardAgentAudioMs(): number {
-    return this.playback.heardMs;
-  }
-
-  /** Milliseconds of agent audio waiting to play. */
-  get playbackQueuedMs(): number {
-    return this.playback.queuedMs;
-  }
-
-  /** When the first non-silent agent audio that started playing at or after `t` started, or null. */
-  firstAgentAudioAfter(t: number): number | null {
-    return this.playback.played.find((c) => c.startedAt >= t)?.startedAt ?? null;
-  }
-
-  /** @internal Called by the shared ticker every ~20 ms. */
-  tick(now: number): void {
-    if (this.ended) return;
-    this.playback.advance(now);
-    const due = Math.floor((now - this.startedAt + TIMER_TOLERANCE_MS) / FRAME_MS) + 1;
-    if (due - this.frameSlot > MAX_INBOUND_CATCH_UP) this.frameSlot = due - MAX_INBOUND_CATCH_UP;
-    while (this.frameSlot < due && !this.ended) {
-      const frame = this.nextSpeechFrame(now) ?? SILENCE;
-      if (this.ws.readyState === WebSocket.OPEN) this.ws.send(frame, { binary: true });
-      this.inboundFrames++;
-      this.frameSlot++;
-    }
-  }
-
-  private nextSpeechFrame(now: number): Uint8Array | null {
-    const item = this.speech[0];
-    if (!item) return null;
-    item.startedAt ??= now;
-    const end = Math.min(item.offset + L16_FRAME_BYTES, item.bytes.byteLength);
-    let frame = item.bytes.subarray(item.offset, end);
-    if (frame.byteLength < L16_FRAME_BYTES) {
-      const padded = new Uint8Array(L16_FRAME_BYTES);
-      padded.set(frame);
-      frame = padded;
-    }
-    item.offset = end;
-    if (item.offset >= item.bytes.byteLength) {
-      this.speech.shift();
-      item.resolve({ startedAt: item.startedAt, endedAt: now });
-    }
+  protected inboundMessage(_chunk: number, _timestampMs: number, frame: Uint8Array): Uint8Array {
     return frame;
   }
 
-  private onMessage(data: RawData, isBinary: boolean): void {
-    const now = performance.now();
+  /** Vonage has no marks: the gateway never sends one, so there is nothing to echo. */
+  protected markEchoText(): null {
+    return null;
+  }
+
+  /** One `websocket:dtmf` text frame; Vonage's keypad has no A–D. */
+  protected dtmfText(digit: string): string {
+    if (!/^[0-9*#]$/.test(digit)) throw new Error(`not a Vonage DTMF digit: ${digit}`);
+    return dtmfMessage(digit);
+  }
+
+  /** Vonage says nothing before closing the socket (§3.3). */
+  protected stopText(): null {
+    return null;
+  }
+
+  protected onMessage(data: RawData, isBinary: boolean, now: number): void {
     if (!isBinary) {
       this.protocolErrors.push(`text frame: ${data.toString().slice(0, 80)}`);
       return;
     }
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-    this.receivedFrames.push({ at: now, bytes: bytes.byteLength });
     if (bytes.byteLength !== L16_FRAME_BYTES) {
+      this.receivedMedia.push({ at: now, bytes: bytes.byteLength });
       this.protocolErrors.push(`frame of ${bytes.byteLength} bytes`);
       return;
     }
@@ -304,7 +200,7 @@ export class VonageCallerSimulator extends EventEmitter<{ closed: [code: number]
       for (let i = 0; i < pcm.length; i++) pcm[i] = bytes.readInt16LE(i * 2);
       this.receivedPcm.push(pcm);
     }
-    this.playback.enqueueAudio(this.toMulaw.convert(bytes), now);
+    this.playAudio(this.toMulaw.convert(bytes), bytes.byteLength, now);
   }
 
   /** POSTs a signed event webhook (§4) when a target is configured; failures are recorded as status 0. */
@@ -329,12 +225,5 @@ export class VonageCallerSimulator extends EventEmitter<{ closed: [code: number]
     } catch {
       this.posted.push({ status, httpStatus: 0 });
     }
-  }
-
-  private finish(): void {
-    if (this.ended) return;
-    this.ended = true;
-    simulatorTicker.remove(this);
-    for (const item of this.speech.splice(0)) item.reject(new Error('call ended'));
   }
 }

@@ -77,7 +77,7 @@ export class TelnyxLeg extends PacedCallLeg implements CallLeg {
       log: opts.logger.child({ provider: 'telnyx', callSid, streamId: opts.start.stream_id }),
       callSid,
       parameters,
-      wire: { media: telnyxMediaMessage, mark: telnyxMarkMessage, clear: telnyxClearMessage },
+      wire: { media: telnyxMediaMessage, marks: { mark: telnyxMarkMessage, clear: telnyxClearMessage } },
     });
     this.streamId = opts.start.stream_id;
     this.callControlId = s.call_control_id;

@@ -41,7 +41,7 @@ export class TwilioLeg extends PacedCallLeg implements CallLeg {
       log: opts.logger.child({ provider: 'twilio', callSid: s.callSid, streamSid: s.streamSid }),
       callSid: s.callSid,
       parameters: s.customParameters,
-      wire: { media: mediaMessageWriter(s.streamSid), mark: (name) => markMessage(s.streamSid, name), clear: () => clearMessage(s.streamSid) },
+      wire: { media: mediaMessageWriter(s.streamSid), marks: { mark: (name) => markMessage(s.streamSid, name), clear: () => clearMessage(s.streamSid) } },
     });
     this.accountSid = s.accountSid;
     this.streamSid = s.streamSid;
