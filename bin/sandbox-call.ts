@@ -1,12 +1,12 @@
 /**
  * `pnpm call`: places one phone call to a running platform (`pnpm start` in another
- * terminal) the way Twilio would: a signed voice webhook, then a real media stream with a
+ * terminal) the way Twilio (or Telnyx, or Vonage) would: a signed voice webhook, then a real media stream with a
  * simulated caller speaking a short restaurant booking. When the providers are the
  * sandbox simulators, the STT and LLM are scripted for this call. Prints the transcript,
  * the latency of each turn (at the caller and broken down by the gateway), the barge-in
  * reaction and the stored conversation.
  *
- *   pnpm call [--to <E.164>] [--from <E.164>] [--api-key <key>]
+ *   pnpm call [--carrier twilio|telnyx|vonage] [--to <E.164>] [--from <E.164>] [--api-key <key>]
  */
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -14,7 +14,7 @@ import { ConfigError, loadConfig } from '@vap/control-plane';
 import type { ControlPlaneConfig } from '@vap/control-plane';
 import { loadGatewayConfig } from '@vap/media-gateway';
 import type { GatewayConfig } from '@vap/media-gateway';
-import { StreamRefusedError, TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-gateway/simulators';
+import { runCallerScript } from '@vap/media-gateway/simulators';
 import type { CallerStep, CallerTurnTiming } from '@vap/media-gateway/simulators';
 import { callerSpeechMulawWithSource } from '@vap/voice-pipeline';
 import type { CallerSpeechSource } from '@vap/voice-pipeline';
@@ -23,7 +23,9 @@ import { agentMemory, agentSegments, bargeInLines, callerViewTranscript, latency
 import { finalGatewaySummary, llmRequestBodies, llmRequestCount, storedRecord } from './sandbox-call/call-outcome.js';
 import { BOOKING_CONVERSATION, callerSteps, llmReplies, speechOnly, sttScript } from './sandbox-call/conversation-script.js';
 import type { ScriptedTurn } from './sandbox-call/conversation-script.js';
-import { START_HINT, SandboxCallError, checkControlPlane, describeProviders, findGateway, http, platformTargets, twilioSigning } from './sandbox-call/platform-targets.js';
+import { CARRIERS, carrierName, carrierSigning, dialCarrier, isCarrier, newCallSid, numberNeeded } from './sandbox-call/carrier-dial.js';
+import type { Carrier } from './sandbox-call/carrier-dial.js';
+import { SandboxCallError, checkControlPlane, describeProviders, findGateway, http, platformTargets } from './sandbox-call/platform-targets.js';
 
 /** The caller's number unless `--from` is given: a US number in the 555-01xx fictional range. */
 export const DEFAULT_FROM = '+14155550100';
@@ -32,6 +34,8 @@ export const DEFAULT_FROM = '+14155550100';
 export interface SandboxCallOptions {
   config: ControlPlaneConfig;
   gatewayConfig: GatewayConfig;
+  /** Who places the call; default twilio. Telnyx and Vonage need `to` (a number of theirs). */
+  carrier?: Carrier;
   to?: string;
   from?: string;
   /** A tenant API key (conversations:read): the transcript then comes from the platform's stored messages. */
@@ -67,6 +71,8 @@ const E164 = /^\+[1-9]\d{6,14}$/;
  */
 export async function runSandboxCall(opts: SandboxCallOptions): Promise<SandboxCallResult> {
   const out = opts.out;
+  const carrier = opts.carrier ?? 'twilio';
+  if (carrier !== 'twilio' && !opts.to) throw numberNeeded(carrier);
   const to = opts.to ?? SANDBOX_PHONE_NUMBER;
   const from = opts.from ?? DEFAULT_FROM;
   for (const [flag, n] of [['--to', to], ['--from', from]] as const) {
@@ -76,12 +82,12 @@ export async function runSandboxCall(opts: SandboxCallOptions): Promise<SandboxC
   const targets = platformTargets(opts.config, opts.gatewayConfig);
   await checkControlPlane(targets);
   const gateway = await findGateway(targets);
-  const signing = twilioSigning(opts.config);
+  const signing = carrierSigning(carrier, opts.config);
   const { deepgram, openai } = gateway.providers;
   const turns = opts.turns ?? BOOKING_CONVERSATION;
-  const callSid = twilioSid('CA');
+  const callSid = newCallSid(carrier);
 
-  out(`Sandbox call to ${to} from ${from}`);
+  out(`Sandbox call to ${to} from ${from} over ${carrierName(carrier)}`);
   out(`  Platform       ${targets.controlPlaneUrl}; voice webhook signed with ${signing.source}`);
   out(`  Media gateway  ${gateway.url}`);
   for (const line of describeProviders(gateway.providers)) out(`  Provider       ${line}`);
@@ -96,7 +102,7 @@ export async function runSandboxCall(opts: SandboxCallOptions): Promise<SandboxC
     if (!res.ok || res.status >= 300) throw new SandboxCallError(`Could not script the OpenAI simulator at ${openai.baseUrl} (${res.ok ? `HTTP ${res.status}` : res.error}).`);
   }
   if (!deepgram.simulated && !openai.simulated) out('  Scripting      none: STT and LLM are live, so the call runs unscripted (the real STT hears the caller, the real LLM answers)');
-  else out(`  Scripting      ${[deepgram.simulated && 'STT simulator told the caller\'s lines for this CallSid', openai.simulated && 'LLM simulator told its replies'].filter(Boolean).join('; ')}${deepgram.simulated && openai.simulated ? '' : ' (the other one is live)'}`);
+  else out(`  Scripting      ${[deepgram.simulated && 'STT simulator told the caller\'s lines for this call id', openai.simulated && 'LLM simulator told its replies'].filter(Boolean).join('; ')}${deepgram.simulated && openai.simulated ? '' : ' (the other one is live)'}`);
 
   // Render every line before dialling, so synthesis never delays the caller mid-call.
   const speak = opts.speech ?? ((text: string) => callerSpeechMulawWithSource(text));
@@ -108,10 +114,10 @@ export async function runSandboxCall(opts: SandboxCallOptions): Promise<SandboxC
     sources.add(source);
   }
   out(`  Caller speech  ${[...sources].map((s) => SPEECH_SOURCES[s]).join(' + ')}`);
-  out(`  CallSid        ${callSid}`);
+  out(`  Call id        ${callSid} (${carrier === 'twilio' ? 'CallSid' : carrier === 'telnyx' ? 'call_control_id' : 'uuid'})`);
   out('');
 
-  const call = await dial({ controlPlaneUrl: targets.controlPlaneUrl, token: signing, from, to, callSid });
+  const call = await dialCarrier(signing, { controlPlaneUrl: targets.controlPlaneUrl, from, to, callSid });
   const t0 = performance.now();
   const stamp = () => `${((performance.now() - t0) / 1000).toFixed(1).padStart(5)} s`;
   const steps: CallerStep[] = callerSteps(turns, openai.simulated);
@@ -151,7 +157,7 @@ export async function runSandboxCall(opts: SandboxCallOptions): Promise<SandboxC
   } else {
     const memory = openai.simulated ? agentMemory(await llmRequestBodies(openai.baseUrl, llmLogFrom), turns.map((t) => t.say)) : null;
     out(`Transcript as the caller experienced it (${openai.simulated ? 'agent answers as scripted for the simulated LLM' : 'agent answers from the live LLM are not known here'}; pass --api-key for the stored one)`);
-    for (const line of callerViewTranscript({ turns, segments: agentSegments(call.agentAudio, call.clears, timings), llmScripted: openai.simulated, memory })) out(line);
+    for (const line of callerViewTranscript({ turns, segments: agentSegments(call.agentAudio, [...call.clears, ...timings.flatMap((t) => t.clearedAt ?? [])], timings), llmScripted: openai.simulated, memory })) out(line);
     if (memory) out('  (greeting and heard part of the cut answer: the agent\'s own memory of the call, from the simulated LLM\'s request log)');
   }
   out('');
@@ -173,41 +179,9 @@ export async function runSandboxCall(opts: SandboxCallOptions): Promise<SandboxC
   return { callSid, conversationId, status, endReason, timings };
 }
 
-/** Dials through the voice webhook; turns every way it can fail into a message the user can act on. */
-async function dial(o: { controlPlaneUrl: string; token: { token: string; source: string }; from: string; to: string; callSid: string }): Promise<TwilioCallerSimulator> {
-  let placed;
-  try {
-    placed = await TwilioCallerSimulator.placeCall({ controlPlaneUrl: o.controlPlaneUrl, authToken: o.token.token, from: o.from, to: o.to, callSid: o.callSid });
-  } catch (err) {
-    const message = (err as Error).message;
-    if (err instanceof StreamRefusedError) {
-      throw new SandboxCallError(
-        `The media gateway refused the stream (HTTP ${err.status})${err.status === 403 ? ': its Twilio token differs from the control plane\'s (set the same TWILIO_AUTH_TOKEN for both, or neither)' : ''}.`,
-      );
-    }
-    if (/HTTP 403/.test(message)) {
-      throw new SandboxCallError(
-        `The voice webhook refused the call's signature (HTTP 403): this command signed with ${o.token.source}, which is not the token the platform checks. ` +
-          'Run it with the same DATA_DIR and TWILIO_AUTH_TOKEN as the platform, and PUBLIC_URL equal to the platform\'s (the signature covers that URL).',
-      );
-    }
-    if (/HTTP \d+/.test(message)) throw new SandboxCallError(`The voice webhook failed: ${message}`);
-    // fetch (the webhook) wraps the socket error in `cause`; ws (the stream) throws it bare.
-    const webhookCode = (err as { cause?: { code?: string } }).cause?.code;
-    if (webhookCode) throw new SandboxCallError(`The voice webhook at ${o.controlPlaneUrl} did not answer (${webhookCode}): did the platform stop? ${START_HINT}`);
-    const code = (err as { code?: string }).code;
-    throw new SandboxCallError(`The media stream could not be opened: ${code ?? message}. Is the media gateway reachable at the stream URL the platform hands out (MEDIA_GATEWAY_PUBLIC_URL)?`);
-  }
-  if (placed.rejected) {
-    throw new SandboxCallError(
-      `The platform answered ${o.to} with an apology and hung up ("${placed.say}"): no active agent answers this number (unknown number, no agent assigned, or agent inactive). ` +
-        `The sandbox number ${SANDBOX_PHONE_NUMBER} is created on the first start of an empty database in development.`,
-    );
-  }
-  return placed.call;
-}
+const USAGE = 'Usage: pnpm call [--carrier twilio|telnyx|vonage] [--to <E.164>] [--from <E.164>] [--api-key <key>]';
 
-/** Parses the command line and runs the call; returns the exit code (errors are printed, not thrown). */
+/** Parses the command line and runs the call; returns the exit code (errors are printed, not thrown; 2 for a bad --carrier). */
 export async function main(
   argv: string[],
   deps: { config?: ControlPlaneConfig; gatewayConfig?: GatewayConfig; out?: (line: string) => void; err?: (line: string) => void; turns?: readonly ScriptedTurn[] } = {},
@@ -215,14 +189,21 @@ export async function main(
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const errOut = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
   try {
-    const { values } = parseArgs({ args: argv, options: { to: { type: 'string' }, from: { type: 'string' }, 'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+    const { values } = parseArgs({ args: argv, options: { carrier: { type: 'string' }, to: { type: 'string' }, from: { type: 'string' }, 'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
     if (values.help) {
-      out('Usage: pnpm call [--to <E.164>] [--from <E.164>] [--api-key <key>]');
-      out(`  Calls a running platform (pnpm start) like Twilio would. --to defaults to the sandbox number ${SANDBOX_PHONE_NUMBER}.`);
+      out(USAGE);
+      out(`  Calls a running platform (pnpm start) like the carrier would (default twilio). --to defaults to the sandbox number ${SANDBOX_PHONE_NUMBER} (Twilio's);`);
+      out('  with --carrier telnyx or vonage, --to must be a number of that carrier assigned to an agent.');
       out('  --api-key: a tenant API key with conversations:read; the transcript is then read from the platform (default BOOTSTRAP_API_KEY).');
       return 0;
     }
+    const carrier = values.carrier ?? 'twilio';
+    if (!isCarrier(carrier)) {
+      errOut(`Error: --carrier must be one of ${CARRIERS.join(', ')} (got "${carrier}"). ${USAGE}`);
+      return 2;
+    }
     await runSandboxCall({
+      carrier,
       config: deps.config ?? loadConfig(),
       gatewayConfig: deps.gatewayConfig ?? loadGatewayConfig(),
       to: values.to,
@@ -235,7 +216,7 @@ export async function main(
   } catch (err) {
     // loadGatewayConfig reports a bad environment as a plain Error starting with this.
     if (err instanceof SandboxCallError || err instanceof ConfigError || (err as Error).message?.startsWith('Invalid configuration')) errOut(`Error: ${(err as Error).message}`);
-    else if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) errOut(`Error: ${(err as Error).message}. Usage: pnpm call [--to <E.164>] [--from <E.164>] [--api-key <key>]`);
+    else if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) errOut(`Error: ${(err as Error).message}. ${USAGE}`);
     else errOut(`Unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     return 1;
   }

@@ -26,7 +26,8 @@ export interface AgentSegment {
 /**
  * Splits the agent audio the caller heard at the end of each caller line: segment 0 is
  * the greeting, segment k the answer to line k-1. A segment is cut when a `clear`
- * arrived inside it.
+ * arrived inside it (`clears`: the carrier's, plus the barge-ins' `clearedAt` for a
+ * carrier without one).
  */
 export function agentSegments(played: readonly PlayedChunk[], clears: readonly number[], timings: readonly CallerTurnTiming[]): AgentSegment[] {
   const bounds = [-Infinity, ...timings.map((t) => t.speechEndedAt), Infinity];

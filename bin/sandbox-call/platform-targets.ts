@@ -1,13 +1,14 @@
 /**
  * Where the sandbox call finds a running platform, from the same configuration the
  * launcher reads (`loadConfig`, `loadGatewayConfig`): the control plane at PUBLIC_URL,
- * the media gateway's sandbox endpoints, the Twilio token and the admin API. Tokens kept
+ * the media gateway's sandbox endpoints, the carriers' signing secrets and the admin API. Tokens kept
  * in DATA_DIR are only read here, never created: a missing file means the platform was
  * started with another DATA_DIR, and a fresh token would only fail the signature check.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import type { KeyObject } from 'node:crypto';
 import path from 'node:path';
-import { TWILIO_SANDBOX_TOKEN_FILE } from '@vap/control-plane';
+import { TELNYX_SANDBOX_KEY_FILE, TWILIO_SANDBOX_TOKEN_FILE, VONAGE_SANDBOX_SECRET_FILE, telnyxSandboxSigningKey } from '@vap/control-plane';
 import type { ControlPlaneConfig } from '@vap/control-plane';
 import type { GatewayConfig } from '@vap/media-gateway';
 import type { ProviderEndpoints } from '@vap/voice-pipeline';
@@ -98,6 +99,41 @@ export function twilioSigning(config: ControlPlaneConfig): TwilioSigning {
     );
   }
   return { token, source: `the sandbox token in ${file}` };
+}
+
+/** How a Telnyx or Vonage webhook is signed so the platform accepts it, and where the key came from. */
+export type CarrierSigning = { carrier: 'telnyx'; key: KeyObject; source: string } | { carrier: 'vonage'; secret: string; source: string };
+
+/** The platform wrote no sandbox secret there: it runs with another DATA_DIR, or with the variable set. */
+function noSandboxFile(what: string, file: string, variable: string): SandboxCallError {
+  return new SandboxCallError(
+    `No ${what} in ${file}. The platform writes it there on start in development when ${variable} is unset, so it was started ` +
+      `with another DATA_DIR (or with ${variable}, or APP_ENV=production). Run this command with the same DATA_DIR and ${variable} as the platform.`,
+  );
+}
+
+/**
+ * The Ed25519 key the platform's Telnyx sandbox verifies with (its seed in
+ * DATA_DIR/telnyx-sandbox-ed25519-seed). With TELNYX_PUBLIC_KEY set the platform only
+ * accepts Telnyx's own signatures, which nothing here can make.
+ */
+export function telnyxSigning(config: ControlPlaneConfig): CarrierSigning {
+  if (config.telnyx.publicKey) {
+    throw new SandboxCallError('The platform checks Telnyx webhooks with TELNYX_PUBLIC_KEY, whose private half only Telnyx holds. Unset it (in development) so the platform and this command use the sandbox key in DATA_DIR.');
+  }
+  const file = path.resolve(config.dataDir, TELNYX_SANDBOX_KEY_FILE);
+  // Only read: telnyxSandboxSigningKey would create a fresh key the platform does not know.
+  if (!existsSync(file)) throw noSandboxFile('Telnyx sandbox signing key', file, 'TELNYX_PUBLIC_KEY');
+  return { carrier: 'telnyx', key: telnyxSandboxSigningKey(config.dataDir).key, source: `the sandbox key in ${file}` };
+}
+
+/** VONAGE_SIGNATURE_SECRET, or in sandbox mode the secret the platform generated into DATA_DIR/vonage-sandbox-signature-secret. */
+export function vonageSigning(config: ControlPlaneConfig): CarrierSigning {
+  if (config.vonage.signatureSecret) return { carrier: 'vonage', secret: config.vonage.signatureSecret, source: 'VONAGE_SIGNATURE_SECRET' };
+  const file = path.resolve(config.dataDir, VONAGE_SANDBOX_SECRET_FILE);
+  const secret = readTokenFile(file);
+  if (!secret) throw noSandboxFile('Vonage sandbox signature secret', file, 'VONAGE_SIGNATURE_SECRET');
+  return { carrier: 'vonage', secret, source: `the sandbox secret in ${file}` };
 }
 
 function readTokenFile(file: string): string | undefined {

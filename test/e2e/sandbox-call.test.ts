@@ -1,4 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@vap/control-plane';
 import { loadGatewayConfig } from '@vap/media-gateway';
@@ -26,6 +29,10 @@ describe('the sandbox call command (pnpm call) against a running platform', () =
   let p: Platform;
   let number: string;
   let env: Record<string, string>;
+  // The platform generates its Telnyx key and Vonage secret here; the command signs with them.
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'vap-sandbox-call-'));
+  /** A number of each other carrier, assigned to an agent. */
+  const carrierNumbers: Record<'telnyx' | 'vonage', string> = { telnyx: '', vonage: '' };
 
   const run = async (args: string[], overrides: Record<string, string> = {}, turns = SHORT) => {
     const out: string[] = [];
@@ -37,9 +44,15 @@ describe('the sandbox call command (pnpm call) against a running platform', () =
   };
 
   beforeAll(async () => {
-    p = await startPlatform('in-process', { ADMIN_TOKEN });
+    p = await startPlatform('in-process', { ADMIN_TOKEN, DATA_DIR: dataDir });
     ({ number } = await p.agentWithNumber());
+    for (const carrier of ['telnyx', 'vonage'] as const) {
+      // The platform helper provisions Twilio numbers: these belong to the other carriers.
+      carrierNumbers[carrier] = (await p.agentWithNumber()).number;
+      await p.cp.database.pool.query(`update phone_numbers set provider = $1 where phone_number = $2`, [carrier, carrierNumbers[carrier]]);
+    }
     env = {
+      DATA_DIR: dataDir,
       PUBLIC_URL: p.cpUrl,
       TWILIO_AUTH_TOKEN: TWILIO_TOKEN,
       ADMIN_TOKEN,
@@ -47,7 +60,10 @@ describe('the sandbox call command (pnpm call) against a running platform', () =
       GATEWAY_PORT: new URL(p.gateway.url).port,
     };
   }, 60_000);
-  afterAll(async () => p?.close());
+  afterAll(async () => {
+    await p?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
 
   // The two calls run at the same time (real-time audio is the slow part); their caller lines differ, so neither reads the other's LLM history.
   it.concurrent('calls the number, shows the cut answer as heard, the per-turn breakdown, the barge-in and the finished conversation', async () => {
@@ -87,6 +103,41 @@ describe('the sandbox call command (pnpm call) against a running platform', () =
     expect(r.out).toContain(`Caller  ${BOOKING_CONVERSATION.at(-1)!.say}`);
     expect(r.out).toContain('Stored       status completed, end reason agent_ended');
   }, 60_000);
+
+  // One short call per other carrier, after the Twilio ones (four real-time calls at once would crowd the machine).
+  for (const [carrier, name, secret] of [
+    ['telnyx', 'Telnyx', 'the sandbox key'],
+    ['vonage', 'Vonage', 'the sandbox secret'],
+  ] as const) {
+    it(`--carrier ${carrier} calls a ${name} number with the ${name} simulator: the same turn table, barge-in and conversation`, async () => {
+      const r = await run(['--carrier', carrier, '--to', carrierNumbers[carrier], '--api-key', p.tenant.key]);
+      expect(r.err).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.out).toContain(`Sandbox call to ${carrierNumbers[carrier]} from +14155550100 over ${name}`);
+      expect(r.out).toContain(`voice webhook signed with ${secret} in ${dataDir}`);
+      const rows = r.out.split('\n').filter((l) => /^ {2}\d {2}/.test(l));
+      expect(rows).toHaveLength(SHORT.length);
+      for (const row of rows) expect(row).toMatch(/ \d+ +\d+ +\d+ +\d+ +\d+ +\d+ +\d+$/);
+      // Vonage has no clear: the caller's figure is when the agent's audio stopped playing.
+      expect(r.out).toMatch(/cleared: \d+ ms at the caller; \d+ ms in the gateway/);
+      expect(r.out).toContain(`Caller  ${SHORT[1]!.say}`);
+      expect(r.out).toMatch(/\[CUT by the caller after [\d.]+ s of audio/);
+      expect(r.out).toContain('Gateway      status completed, end reason agent_ended');
+      const conversationId = /Conversation {3}(conv_\w+)/.exec(r.out)?.[1];
+      const { body: costs } = await p.api('GET', `/api/v1/conversations/${conversationId}/costs`);
+      expect(costs.breakdown.telephony.provider).toBe(carrier);
+    }, 60_000);
+  }
+
+  it('refuses an unknown --carrier with exit code 2, and --carrier telnyx without --to with how to get a Telnyx number', async () => {
+    const bad = await run(['--carrier', 'plivo']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('Error: --carrier must be one of twilio, telnyx, vonage (got "plivo")');
+    const noTo = await run(['--carrier', 'telnyx']);
+    expect(noTo.code).toBe(1);
+    expect(noTo.err).toContain('--carrier telnyx needs --to: the sandbox number +15005550006 is a Twilio number');
+    expect(noTo.err).toContain('POST /api/v1/telephony/numbers');
+  });
 
   it('says the platform is not running when nothing answers at PUBLIC_URL', async () => {
     const r = await run([], { PUBLIC_URL: `http://127.0.0.1:${await closedPort()}` });

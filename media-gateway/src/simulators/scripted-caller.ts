@@ -25,8 +25,14 @@ export interface CallerTurnTiming {
   firstAgentAudioAt: number | null;
   /** speechEndedAt → firstAgentAudioAt. */
   latencyMs: number | null;
-  /** For a barge-in: caller speech onset → `clear` received. */
+  /** For a barge-in: caller speech onset → agent audio cleared ({@link clearedAt}). */
   bargeInReactionMs?: number | null;
+  /**
+   * For a barge-in: when the agent's audio was cleared at the caller: the carrier's `clear`
+   * arrived, or, on a carrier without one (Vonage), the audio playing at the onset stopped.
+   * Null when neither happened while the caller spoke.
+   */
+  clearedAt?: number | null;
 }
 
 export interface ScriptOptions {
@@ -38,6 +44,23 @@ export interface ScriptOptions {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Played frames closer than this count as one stretch of audio (timer jitter between 20 ms frames). */
+const CONTIGUOUS_MS = 30;
+
+/**
+ * Without a carrier `clear`: when the agent audio that was playing at `onset` stopped at the
+ * caller (the end of that stretch of played frames), if it stopped before `until`.
+ */
+function audioStoppedAt(played: readonly { startedAt: number; endedAt: number }[], onset: number, until: number): number | undefined {
+  let end: number | undefined;
+  for (const c of played) {
+    if (c.endedAt <= onset) continue;
+    if (c.startedAt > (end ?? onset) + CONTIGUOUS_MS) break;
+    end = c.endedAt;
+  }
+  return end !== undefined && end < until ? end : undefined;
+}
 
 /**
  * Plays a scripted conversation on a simulated call (Twilio or Vonage): the same script drives the
@@ -89,8 +112,8 @@ export async function runCallerScript(call: ScriptedCall, steps: CallerStep[], o
       const clearsBefore = call.clears.length;
       const { startedAt, endedAt } = await call.say(audio);
       lastSpeechEnd = endedAt;
-      const clearAt = call.clears[clearsBefore];
-      timings.push({ said: step.sayOverAgent, speechEndedAt: endedAt, firstAgentAudioAt: null, latencyMs: null, bargeInReactionMs: clearAt === undefined ? null : Math.round(clearAt - startedAt) });
+      const clearAt = call.clears[clearsBefore] ?? audioStoppedAt(call.agentAudio, startedAt, endedAt) ?? null;
+      timings.push({ said: step.sayOverAgent, speechEndedAt: endedAt, firstAgentAudioAt: null, latencyMs: null, bargeInReactionMs: clearAt === null ? null : Math.round(clearAt - startedAt), clearedAt: clearAt });
     } else if ('press' in step) {
       for (const d of step.press) {
         call.pressDigit(d);
