@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlPlaneMetrics } from '../../src/modules/metrics/control-plane-metrics.js';
 import type { CarrierSimServer, SimAuth } from '../../src/modules/telephony/providers/simulators.js';
-import { SIM_RATES } from '../../src/modules/telephony/providers/simulators.js';
+import { SIM_CARRIER_SLICES, SIM_RATES } from '../../src/modules/telephony/providers/simulators.js';
 import { TelephonyProviderError } from '../../src/modules/telephony/providers/types.js';
 import type { ProvisionRequest, TelephonyProvider, TelephonyProviderName } from '../../src/modules/telephony/providers/types.js';
 import { withTelephonyRetry } from '../../src/modules/telephony/providers/with-telephony-retry.js';
@@ -82,8 +82,10 @@ export function telephonyNumbersContract(factory: () => Promise<TelephonyContrac
       const gb = await ctx.provider.searchNumbers({ country: 'GB', limit: 50 });
       expect(gb.length).toBeGreaterThan(0);
       expect(gb.every((n) => n.country === 'GB' && n.phoneNumber.startsWith('+44') && !n.tollFree)).toBe(true);
-      const contains = await ctx.provider.searchNumbers({ country: 'US', contains: '5550103', limit: 50 });
-      expect(contains.map((n) => n.phoneNumber).sort()).toEqual(['+12125550103', '+13125550103', '+14155550103']);
+      // The fourth line number of the carrier's own slice (each carrier sells different numbers), in each US local block.
+      const line = String(SIM_CARRIER_SLICES[ctx.name].us + 3).padStart(4, '0');
+      const contains = await ctx.provider.searchNumbers({ country: 'US', contains: `555${line}`, limit: 50 });
+      expect(contains.map((n) => n.phoneNumber).sort()).toEqual([`+1212555${line}`, `+1312555${line}`, `+1415555${line}`]);
       expect(await ctx.provider.searchNumbers({ country: 'US', areaCode: '999', limit: 5 })).toEqual([]);
     });
 

@@ -44,16 +44,16 @@ beforeAll(async () => {
   sims = await startCarrierSimulators();
   const a = await createTenant(iso.database);
   const b = await createTenant(iso.database);
-  const wrong = sims.telnyx.seedOwned('+14155550101');
-  const right = sims.telnyx.seedOwned('+14155550102');
-  const unset = sims.telnyx.seedOwned('+12125550101');
+  const wrong = sims.telnyx.seedOwned('+14155550131');
+  const right = sims.telnyx.seedOwned('+14155550132');
+  const unset = sims.telnyx.seedOwned('+12125550131');
   canonical = { wrong: wrong.id, right: right.id, unset: unset.id };
   wrongStored = wrong.orderEntryId;
   // Stored with the order entry's id (the bug), correct, not on Telnyx any more, without an id (another tenant).
-  await insert(iso.database, a.tenantId, { id: ids.wrong, phoneNumber: '+14155550101', providerSid: wrong.orderEntryId, minute: 1 });
-  await insert(iso.database, a.tenantId, { id: ids.right, phoneNumber: '+14155550102', providerSid: right.id, minute: 2 });
-  await insert(iso.database, a.tenantId, { id: ids.gone, phoneNumber: '+14155550103', providerSid: 'stale-id', minute: 3 });
-  await insert(iso.database, b.tenantId, { id: ids.unset, phoneNumber: '+12125550101', providerSid: null, minute: 4 });
+  await insert(iso.database, a.tenantId, { id: ids.wrong, phoneNumber: '+14155550131', providerSid: wrong.orderEntryId, minute: 1 });
+  await insert(iso.database, a.tenantId, { id: ids.right, phoneNumber: '+14155550132', providerSid: right.id, minute: 2 });
+  await insert(iso.database, a.tenantId, { id: ids.gone, phoneNumber: '+14155550133', providerSid: 'stale-id', minute: 3 });
+  await insert(iso.database, b.tenantId, { id: ids.unset, phoneNumber: '+12125550131', providerSid: null, minute: 4 });
   // Not scanned: another carrier's number, and a released Telnyx one.
   await insert(iso.database, b.tenantId, { id: ids.twilio, phoneNumber: '+14155550104', providerSid: 'PN0', provider: 'twilio', minute: 5 });
   await insert(iso.database, b.tenantId, { id: ids.released, phoneNumber: '+14155550105', providerSid: 'old', status: 'released', minute: 6 });
@@ -79,15 +79,15 @@ describe('POST /api/v1/telephony/debug/repair-provider-sids', () => {
       missingOnProvider: 1,
       errors: 0,
       items: [
-        { id: ids.wrong, phoneNumber: '+14155550101', storedProviderSid: wrongStored, canonicalProviderSid: canonical.wrong, action: 'repaired' },
-        { id: ids.right, phoneNumber: '+14155550102', storedProviderSid: canonical.right, canonicalProviderSid: canonical.right, action: 'already-correct' },
-        { id: ids.gone, phoneNumber: '+14155550103', storedProviderSid: 'stale-id', canonicalProviderSid: null, action: 'missing-on-telnyx' },
-        { id: ids.unset, phoneNumber: '+12125550101', storedProviderSid: null, canonicalProviderSid: canonical.unset, action: 'repaired' },
+        { id: ids.wrong, phoneNumber: '+14155550131', storedProviderSid: wrongStored, canonicalProviderSid: canonical.wrong, action: 'repaired' },
+        { id: ids.right, phoneNumber: '+14155550132', storedProviderSid: canonical.right, canonicalProviderSid: canonical.right, action: 'already-correct' },
+        { id: ids.gone, phoneNumber: '+14155550133', storedProviderSid: 'stale-id', canonicalProviderSid: null, action: 'missing-on-telnyx' },
+        { id: ids.unset, phoneNumber: '+12125550131', storedProviderSid: null, canonicalProviderSid: canonical.unset, action: 'repaired' },
       ],
     });
     expect(await storedSids()).toEqual(before);
     // One lookup per number, by E.164, with the API key.
-    expect(sims.telnyx.requestsTo('GET', /^\/v2\/phone_numbers$/).map((r) => r.query['filter[phone_number]'])).toEqual(['+14155550101', '+14155550102', '+14155550103', '+12125550101']);
+    expect(sims.telnyx.requestsTo('GET', /^\/v2\/phone_numbers$/).map((r) => r.query['filter[phone_number]'])).toEqual(['+14155550131', '+14155550132', '+14155550133', '+12125550131']);
   });
 
   it('treats a missing dryRun as a dry run', async () => {

@@ -43,11 +43,11 @@ describe('Telnyx numbers on the wire', () => {
     const sim = await TelnyxNumbersSimulator.start();
     try {
       const provider = new TelnyxNumbers({ apiKey: sim.apiKey, baseUrl: sim.apiBaseUrl, connectionId: '1684641123236054244' });
-      const bought = await provider.provisionNumber({ phoneNumber: '+14155550101', voiceWebhookUrl: 'https://v.example.com/webhooks/telnyx/voice' });
-      const state = sim.numbers.get('+14155550101')!.state;
+      const bought = await provider.provisionNumber({ phoneNumber: '+14155550131', voiceWebhookUrl: 'https://v.example.com/webhooks/telnyx/voice' });
+      const state = sim.numbers.get('+14155550131')!.state;
       expect(bought.providerSid).toBe(state.id);
       expect(bought.providerSid).not.toBe(state.orderEntryId);
-      expect(sim.requestsTo('POST', /^\/v2\/number_orders$/)[0]!.body).toEqual({ phone_numbers: [{ phone_number: '+14155550101' }], connection_id: '1684641123236054244' });
+      expect(sim.requestsTo('POST', /^\/v2\/number_orders$/)[0]!.body).toEqual({ phone_numbers: [{ phone_number: '+14155550131' }], connection_id: '1684641123236054244' });
       expect(sim.requestsTo('POST', /texml_applications/)).toHaveLength(0);
       expect(state.connectionId).toBe('1684641123236054244');
     } finally {
@@ -59,11 +59,11 @@ describe('Telnyx numbers on the wire', () => {
     const sim = await TelnyxNumbersSimulator.start();
     try {
       const voiceWebhookUrl = 'https://v.example.com/webhooks/telnyx/voice';
-      await new TelnyxNumbers({ apiKey: sim.apiKey, baseUrl: sim.apiBaseUrl }).provisionNumber({ phoneNumber: '+14155550101', voiceWebhookUrl });
+      await new TelnyxNumbers({ apiKey: sim.apiKey, baseUrl: sim.apiBaseUrl }).provisionNumber({ phoneNumber: '+14155550131', voiceWebhookUrl });
       // A second process (fresh adapter) finds the application by name instead of creating another.
-      await new TelnyxNumbers({ apiKey: sim.apiKey, baseUrl: sim.apiBaseUrl }).provisionNumber({ phoneNumber: '+14155550102', voiceWebhookUrl });
+      await new TelnyxNumbers({ apiKey: sim.apiKey, baseUrl: sim.apiBaseUrl }).provisionNumber({ phoneNumber: '+14155550132', voiceWebhookUrl });
       expect(sim.texmlApps).toHaveLength(1);
-      expect(sim.numbers.get('+14155550102')!.state.connectionId).toBe(sim.texmlApps[0]!.id);
+      expect(sim.numbers.get('+14155550132')!.state.connectionId).toBe(sim.texmlApps[0]!.id);
     } finally {
       await sim.close();
     }
@@ -73,9 +73,9 @@ describe('Telnyx numbers on the wire', () => {
     const sim = await TelnyxNumbersSimulator.start();
     try {
       const provider = new TelnyxNumbers({ apiKey: sim.apiKey, baseUrl: sim.apiBaseUrl });
-      const seeded = sim.seedOwned('+14155550103');
-      await provider.releaseNumber({ providerSid: seeded.orderEntryId, phoneNumber: '+14155550103' });
-      expect(sim.numbers.get('+14155550103')).toBeUndefined();
+      const seeded = sim.seedOwned('+14155550133');
+      await provider.releaseNumber({ providerSid: seeded.orderEntryId, phoneNumber: '+14155550133' });
+      expect(sim.numbers.get('+14155550133')).toBeUndefined();
       expect(sim.requestsTo('DELETE', /^\/v2\/phone_numbers\//).map((r) => [r.path, r.status])).toEqual([
         [`/v2/phone_numbers/${seeded.orderEntryId}`, 404],
         [`/v2/phone_numbers/${seeded.id}`, 200],

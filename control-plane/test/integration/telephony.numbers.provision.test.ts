@@ -49,11 +49,11 @@ describe('POST /api/v1/telephony/numbers', () => {
   });
 
   it('buys a Vonage number linked to the voice application with the event webhook', async () => {
-    const res = await provision(w, { phoneNumber: '+12125550100', provider: 'vonage' });
+    const res = await provision(w, { phoneNumber: '+12125550160', provider: 'vonage' });
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json()).toMatchObject({ provider: 'vonage', country: 'US', status: 'active' });
     // Vonage routes voice through the application, which now answers at /webhooks/vonage/voice/answer (signed); the number carries the event URL.
-    expect(w.sims.vonage.numbers.get('+12125550100')?.state).toMatchObject({ appId: VONAGE_SIM_APPLICATION_ID, voiceCallbackType: 'app', voiceStatusCallback: `${PUBLIC}/webhooks/vonage/voice/event` });
+    expect(w.sims.vonage.numbers.get('+12125550160')?.state).toMatchObject({ appId: VONAGE_SIM_APPLICATION_ID, voiceCallbackType: 'app', voiceStatusCallback: `${PUBLIC}/webhooks/vonage/voice/event` });
     expect(w.sims.vonage.applications.get(VONAGE_SIM_APPLICATION_ID)!.capabilities.voice).toMatchObject({
       webhooks: { answer_url: { address: `${PUBLIC}/webhooks/vonage/voice/answer`, http_method: 'POST' }, event_url: { address: `${PUBLIC}/webhooks/vonage/voice/event`, http_method: 'POST' } },
       signed_callbacks: true,
@@ -61,12 +61,12 @@ describe('POST /api/v1/telephony/numbers', () => {
   });
 
   it('buys a Telnyx number onto a TeXML application answering at the Telnyx voice webhook', async () => {
-    const res = await provision(w, { phoneNumber: '+442079460010', provider: 'telnyx' });
+    const res = await provision(w, { phoneNumber: '+442079460110', provider: 'telnyx' });
     expect(res.statusCode, res.body).toBe(201);
-    expect(res.json()).toMatchObject({ provider: 'telnyx', country: 'GB', phoneNumber: '+442079460010' });
+    expect(res.json()).toMatchObject({ provider: 'telnyx', country: 'GB', phoneNumber: '+442079460110' });
     const app = w.sims.telnyx.texmlApps.find((a) => a.voice_url === `${PUBLIC}/webhooks/telnyx/voice`);
     expect(app).toBeDefined();
-    expect(w.sims.telnyx.numbers.get('+442079460010')?.state.connectionId).toBe(app!.id);
+    expect(w.sims.telnyx.numbers.get('+442079460110')?.state.connectionId).toBe(app!.id);
   });
 
   it('answers 409 for a number already provisioned, in this or another tenant, without asking the carrier', async () => {

@@ -58,12 +58,12 @@ describe('DELETE /api/v1/telephony/numbers/{numberId}', () => {
   });
 
   it('releases Telnyx and Vonage numbers at their carriers', async () => {
-    const telnyx = await assignedNumber('+442079460010', 'telnyx');
-    const vonage = await assignedNumber('+12125550100', 'vonage');
+    const telnyx = await assignedNumber('+442079460110', 'telnyx');
+    const vonage = await assignedNumber('+12125550160', 'vonage');
     expect((await release(telnyx)).statusCode).toBe(204);
     expect((await release(vonage)).statusCode).toBe(204);
-    expect(w.sims.telnyx.numbers.get('+442079460010')).toBeUndefined();
-    expect(w.sims.vonage.numbers.get('+12125550100')).toBeUndefined();
+    expect(w.sims.telnyx.numbers.get('+442079460110')).toBeUndefined();
+    expect(w.sims.vonage.numbers.get('+12125550160')).toBeUndefined();
     expect(w.sims.vonage.requestsTo('POST', /\/number\/cancel$/).length).toBeGreaterThan(0);
   });
 

@@ -52,8 +52,10 @@ describe('GET /api/v1/telephony/numbers/search', () => {
     const counts = { twilio: w.sims.twilio.requests.length, telnyx: w.sims.telnyx.requests.length, vonage: w.sims.vonage.requests.length };
     const res = await search('?country=US&areaCode=212&limit=5');
     expect(res.statusCode, res.body).toBe(200);
-    const providers = res.json<{ numbers: { provider: string }[] }>().numbers.map((n) => n.provider);
-    expect(providers).toEqual(['twilio', 'telnyx', 'vonage', 'twilio', 'telnyx']);
+    const found = res.json<{ numbers: { provider: string; phoneNumber: string }[] }>().numbers;
+    expect(found.map((n) => n.provider)).toEqual(['twilio', 'telnyx', 'vonage', 'twilio', 'telnyx']);
+    // Each carrier's simulator sells its own slice of the fictional range: no number is offered twice.
+    expect(new Set(found.map((n) => n.phoneNumber)).size).toBe(found.length);
     expect(w.sims.twilio.requests.length).toBeGreaterThan(counts.twilio);
     expect(w.sims.telnyx.requests.length).toBeGreaterThan(counts.telnyx);
     expect(w.sims.vonage.requests.length).toBeGreaterThan(counts.vonage);

@@ -2,7 +2,9 @@
  * The deterministic number stock behind the carrier simulators: numbers in fictional ranges
  * (NANP 555-01xx, Ofcom's drama ranges), US and GB, local and toll-free, with regions,
  * localities, capabilities and prices. Each simulator owns one {@link SimNumberBook}, so
- * buying on the Twilio simulator does not touch the Telnyx one.
+ * buying on the Twilio simulator does not touch the Telnyx one, and each carrier sells its
+ * own slice of the ranges ({@link SIM_CARRIER_SLICES}), so a search over every carrier never
+ * shows one number as sold by two.
  */
 import { keypadDigits } from './numbering-plan.js';
 import type { NumberCapability } from './types.js';
@@ -60,17 +62,32 @@ function block(o: { country: SimNumber['country']; prefix: string; areaCode: str
 // Every fourth US local number is voice-only, so capability filters have something to drop.
 const usLocal = (i: number) => (i % 4 === 3 ? VOICE : FULL);
 
-/** The stock every simulator starts with (46 numbers). */
-export function defaultSimInventory(): SimNumber[] {
+/** A carrier whose simulator sells numbers. */
+export type SimCarrier = 'twilio' | 'telnyx' | 'vonage';
+
+/**
+ * Where each carrier's slice starts: the 4-digit line number of its first US number
+ * (NANP 555-0100…0199: 30 apart, blocks hold at most 8) and of its first GB number (Ofcom's
+ * 0000…0999 drama ranges: 100 apart). Twilio keeps the historical 0100 / 0010.
+ */
+export const SIM_CARRIER_SLICES: Readonly<Record<SimCarrier, { us: number; gb: number }>> = Object.freeze({
+  twilio: { us: 100, gb: 10 },
+  telnyx: { us: 130, gb: 110 },
+  vonage: { us: 160, gb: 210 },
+});
+
+/** The stock a carrier's simulator starts with (46 numbers, in that carrier's slice). */
+export function defaultSimInventory(carrier: SimCarrier = 'twilio'): SimNumber[] {
+  const { us, gb } = SIM_CARRIER_SLICES[carrier];
   return [
-    ...block({ country: 'US', prefix: '+1415555', areaCode: '415', first: 100, count: 8, region: 'CA', locality: 'San Francisco', rateCenter: 'SNFC CA 05', tollFree: false, caps: usLocal }),
-    ...block({ country: 'US', prefix: '+1212555', areaCode: '212', first: 100, count: 6, region: 'NY', locality: 'New York', rateCenter: 'NWYRCYZN01', tollFree: false, caps: usLocal }),
-    ...block({ country: 'US', prefix: '+1312555', areaCode: '312', first: 100, count: 6, region: 'IL', locality: 'Chicago', rateCenter: 'CHICAGOZN1', tollFree: false, caps: usLocal }),
-    ...block({ country: 'US', prefix: '+1800555', areaCode: '800', first: 100, count: 5, region: null, locality: null, rateCenter: null, tollFree: true, caps: () => VOICE_SMS }),
-    ...block({ country: 'US', prefix: '+1888555', areaCode: '888', first: 100, count: 5, region: null, locality: null, rateCenter: null, tollFree: true, caps: () => VOICE }),
-    ...block({ country: 'GB', prefix: '+44207946', areaCode: '20', first: 10, count: 6, region: 'ENG', locality: 'London', rateCenter: null, tollFree: false, caps: (i) => (i % 2 === 0 ? VOICE_SMS : VOICE) }),
-    ...block({ country: 'GB', prefix: '+44161496', areaCode: '161', first: 10, count: 5, region: 'ENG', locality: 'Manchester', rateCenter: null, tollFree: false, caps: () => VOICE }),
-    ...block({ country: 'GB', prefix: '+44808157', areaCode: '808', first: 10, count: 5, region: null, locality: null, rateCenter: null, tollFree: true, caps: () => VOICE }),
+    ...block({ country: 'US', prefix: '+1415555', areaCode: '415', first: us, count: 8, region: 'CA', locality: 'San Francisco', rateCenter: 'SNFC CA 05', tollFree: false, caps: usLocal }),
+    ...block({ country: 'US', prefix: '+1212555', areaCode: '212', first: us, count: 6, region: 'NY', locality: 'New York', rateCenter: 'NWYRCYZN01', tollFree: false, caps: usLocal }),
+    ...block({ country: 'US', prefix: '+1312555', areaCode: '312', first: us, count: 6, region: 'IL', locality: 'Chicago', rateCenter: 'CHICAGOZN1', tollFree: false, caps: usLocal }),
+    ...block({ country: 'US', prefix: '+1800555', areaCode: '800', first: us, count: 5, region: null, locality: null, rateCenter: null, tollFree: true, caps: () => VOICE_SMS }),
+    ...block({ country: 'US', prefix: '+1888555', areaCode: '888', first: us, count: 5, region: null, locality: null, rateCenter: null, tollFree: true, caps: () => VOICE }),
+    ...block({ country: 'GB', prefix: '+44207946', areaCode: '20', first: gb, count: 6, region: 'ENG', locality: 'London', rateCenter: null, tollFree: false, caps: (i) => (i % 2 === 0 ? VOICE_SMS : VOICE) }),
+    ...block({ country: 'GB', prefix: '+44161496', areaCode: '161', first: gb, count: 5, region: 'ENG', locality: 'Manchester', rateCenter: null, tollFree: false, caps: () => VOICE }),
+    ...block({ country: 'GB', prefix: '+44808157', areaCode: '808', first: gb, count: 5, region: null, locality: null, rateCenter: null, tollFree: true, caps: () => VOICE }),
   ];
 }
 

@@ -10,7 +10,7 @@ import { VONAGE_SIM_APPLICATION_ID, VonageNumbersSimulator } from './vonage/simu
 
 export { CarrierSimServer } from './carrier-sim-server.js';
 export type { CarrierSimRequest, SimAuth } from './carrier-sim-server.js';
-export { SIM_RATES, SimNumberBook, defaultSimInventory } from './sim-inventory.js';
+export { SIM_CARRIER_SLICES, SIM_RATES, SimNumberBook, defaultSimInventory } from './sim-inventory.js';
 export type { SimNumber } from './sim-inventory.js';
 export { TWILIO_SIM_ACCOUNT_SID, TWILIO_SIM_AUTH_TOKEN, TwilioNumbersSimulator } from './twilio/simulator.js';
 export type { TwilioSimOwned } from './twilio/simulator.js';

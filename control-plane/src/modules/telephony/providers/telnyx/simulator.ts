@@ -7,7 +7,7 @@
  */
 import { CarrierSimServer, param, params } from '../carrier-sim-server.js';
 import type { SimReply, SimRequest } from '../carrier-sim-server.js';
-import { SimNumberBook } from '../sim-inventory.js';
+import { SimNumberBook, defaultSimInventory } from '../sim-inventory.js';
 import type { SimNumber } from '../sim-inventory.js';
 
 /** What the simulator keeps on a number the account bought. */
@@ -44,7 +44,7 @@ const ERRORS: Record<number, [string, string]> = {
 
 /** The Telnyx number simulator; `start()` listens on 127.0.0.1 (API base: `${url}/v2`). */
 export class TelnyxNumbersSimulator extends CarrierSimServer {
-  readonly numbers = new SimNumberBook<TelnyxSimOwned>();
+  readonly numbers = new SimNumberBook<TelnyxSimOwned>(defaultSimInventory('telnyx'));
   readonly texmlApps: TelnyxSimTexmlApp[] = [];
   apiKey = TELNYX_SIM_API_KEY;
   private seq = 1;

@@ -7,7 +7,7 @@
  */
 import { CarrierSimServer, param } from '../carrier-sim-server.js';
 import type { SimReply, SimRequest } from '../carrier-sim-server.js';
-import { SIM_RATES, SimNumberBook } from '../sim-inventory.js';
+import { SIM_RATES, SimNumberBook, defaultSimInventory } from '../sim-inventory.js';
 import type { SimNumber } from '../sim-inventory.js';
 
 /** What the simulator stores on a number the account bought (the webhook URLs set on it). */
@@ -37,7 +37,7 @@ const ERROR_MESSAGES: Record<number, [number, string]> = {
 /** The Twilio number simulator; `start()` listens on 127.0.0.1. */
 export class TwilioNumbersSimulator extends CarrierSimServer {
   /** The stock and the account's numbers. */
-  readonly numbers = new SimNumberBook<TwilioSimOwned>();
+  readonly numbers = new SimNumberBook<TwilioSimOwned>(defaultSimInventory('twilio'));
   accountSid = TWILIO_SIM_ACCOUNT_SID;
   authToken = TWILIO_SIM_AUTH_TOKEN;
   private nextSid = 1;

@@ -9,7 +9,7 @@
  */
 import { CarrierSimServer, param } from '../carrier-sim-server.js';
 import type { SimReply, SimRequest } from '../carrier-sim-server.js';
-import { SIM_RATES, SimNumberBook } from '../sim-inventory.js';
+import { SIM_RATES, SimNumberBook, defaultSimInventory } from '../sim-inventory.js';
 import type { SimNumber } from '../sim-inventory.js';
 
 /** What the simulator keeps on a number the account bought (what `/number/update` set). */
@@ -38,7 +38,7 @@ export interface VonageSimApplication {
 
 /** The Vonage number simulator; `start()` listens on 127.0.0.1. */
 export class VonageNumbersSimulator extends CarrierSimServer {
-  readonly numbers = new SimNumberBook<VonageSimOwned>();
+  readonly numbers = new SimNumberBook<VonageSimOwned>(defaultSimInventory('vonage'));
   /** Applications by id; the sandbox one exists from the start, its webhooks pointing nowhere yet. */
   readonly applications = new Map<string, VonageSimApplication>([
     [
