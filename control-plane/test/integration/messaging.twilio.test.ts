@@ -142,7 +142,7 @@ describe('POST /webhooks/twilio/sms', () => {
   it('housekeeping completes threads idle for 24 hours without waiting for the next message, but not one being written to', async () => {
     const [idle, busy, fresh] = [randomSender(), randomSender(), randomSender()];
     for (const sender of [idle, busy, fresh]) await postTwilio(w.app, '/webhooks/twilio/sms', messageParams('sms', routed.phoneNumber, sender, unique('hello')));
-    const [[idleThread], [busyThread], [freshThread]] = await Promise.all([idle, busy, fresh].map((s) => threadOf('sms', s)));
+    const [idleThread, busyThread, freshThread] = await Promise.all([idle, busy, fresh].map(async (s) => (await threadOf('sms', s))[0]));
     for (const t of [idleThread!, busyThread!]) {
       await w.database.db.execute(sql`update conversation_messages set timestamp = timestamp - interval '25 hours' where conversation_id = ${t.id}`);
       await w.database.db.execute(sql`update conversations set started_at = started_at - interval '25 hours' where id = ${t.id}`);
