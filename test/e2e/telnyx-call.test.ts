@@ -37,9 +37,15 @@ describe('a phone call over Telnyx end to end', () => {
   afterAll(async () => p?.close());
 
   it('routes a signed TeXML webhook to the gateway, talks over the Telnyx stream, hangs up and stores the conversation as a Telnyx phone call', async () => {
-    const { number, agentId } = await p.agentWithNumber();
-    // The platform helper provisions Twilio numbers; this one is the tenant's Telnyx number.
-    await p.cp.database.pool.query(`update phone_numbers set provider = 'telnyx' where phone_number = $1`, [number]);
+    const { agentId } = await p.agentWithNumber();
+    // The tenant buys a Telnyx number through the API (the control plane's Telnyx number simulator in sandbox) and points it at the agent.
+    const found = await p.api('GET', '/api/v1/telephony/numbers/search?country=US&provider=telnyx&areaCode=415&limit=1');
+    expect(found.status).toBe(200);
+    const number = found.body.numbers[0].phoneNumber as string;
+    const bought = await p.api('POST', '/api/v1/telephony/numbers', { phoneNumber: number, provider: 'telnyx', friendlyName: 'E2E front desk' });
+    expect(bought.status, JSON.stringify(bought.body)).toBe(201);
+    const numberId = bought.body.id as string;
+    expect((await p.api('POST', `/api/v1/telephony/numbers/${numberId}/assign/${agentId}`)).status).toBe(200);
     const callControlId = telnyxCallControlId();
     p.providers.simulators.deepgram!.setScript(callControlId, [LINES.book, LINES.hours, LINES.where, LINES.bye]);
 
@@ -88,6 +94,16 @@ describe('a phone call over Telnyx end to end', () => {
     const { body: costs } = await p.api('GET', `/api/v1/conversations/${conv.id}/costs`);
     expect(costs.breakdown.telephony).toMatchObject({ provider: 'telnyx', minutes: Math.max(1, Math.ceil(conv.durationSeconds / 60)) });
     expect(await p.gatewayActiveCalls()).toBe(0);
+
+    // The number's statistics count the call from the stored conversation.
+    const { body: stats } = await p.api('GET', `/api/v1/telephony/numbers/${numberId}/stats`);
+    expect(stats).toMatchObject({ numberId, phoneNumber: number, inboundCalls: 1, outboundCalls: 0, totalMinutes: Math.max(1, Math.ceil(conv.durationSeconds / 60)) });
+    expect(stats.totalCostUsd).toBeCloseTo(costs.total, 6);
+
+    // Released, the number no longer routes: the next call is refused politely.
+    expect((await p.api('DELETE', `/api/v1/telephony/numbers/${numberId}`)).status).toBe(204);
+    const after = await TelnyxCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, signingKey: telnyxKey, from: '+14155550123', to: number });
+    expect(after).toMatchObject({ rejected: true, say: 'Sorry, we cannot take your call right now. Please try again later. Goodbye.' });
   }, 90_000);
 
   it('apologises and hangs up on a signed call to a number that is not a Telnyx number of any agent', async () => {
