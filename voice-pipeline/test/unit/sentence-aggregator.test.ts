@@ -25,14 +25,39 @@ describe('SentenceAggregator', () => {
     expect(sentences(h)).toEqual([['t1', 'Hi! Dr. Smith can see you at 3.30 today.']]);
   });
 
-  it('cuts a long clause at a comma', () => {
+  it('cuts a long clause at a comma after the first piece', () => {
     const h = new Harness(new SentenceAggregator());
     const clause = 'We have availability on Monday morning, Tuesday afternoon and Wednesday after lunch,';
     expect(clause.length).toBeGreaterThanOrEqual(80);
-    h.down(frames.llmText('t1', `${clause} `), frames.llmText('t1', 'or Friday'));
-    expect(sentences(h)).toEqual([['t1', clause]]);
+    h.down(frames.llmText('t1', 'Let me check the calendar. '), frames.llmText('t1', `${clause} `), frames.llmText('t1', 'or Friday'));
+    expect(sentences(h)).toEqual([
+      ['t1', 'Let me check the calendar.'],
+      ['t1', clause],
+    ]);
     // A short clause is not cut.
     expect(splitSentences('Yes, of course, ').sentences).toEqual([]);
+  });
+
+  it('cuts the first piece of a reply at a comma once it is about five words long, later pieces only at sentences or long clauses', () => {
+    const h = new Harness(new SentenceAggregator());
+    const words = 'We are open every day from eleven in the morning until ten at night, except on Mondays when we open at five, and on holidays we keep Sunday hours. Lunch is served, too. '.split(/(?= )/);
+    let cutAt = -1;
+    words.forEach((w, i) => {
+      h.down(frames.llmText('t1', w));
+      if (cutAt < 0 && sentences(h).length > 0) cutAt = i;
+    });
+    // The first clause goes out when the word after its comma arrives, not at the full stop 14 words later.
+    expect(words[cutAt]).toBe(' except');
+    expect(sentences(h)).toEqual([
+      ['t1', 'We are open every day from eleven in the morning until ten at night,'],
+      ['t1', 'except on Mondays when we open at five, and on holidays we keep Sunday hours.'],
+      ['t1', 'Lunch is served, too.'],
+    ]);
+    // A short opening clause is not cut; each turn has its own first piece.
+    h.reset().down(frames.llmText('t2', 'Yes, of course, '), frames.llmText('t3', 'Certainly, the terrace is open, '));
+    expect(sentences(h)).toEqual([['t3', 'Certainly, the terrace is open,']]);
+    expect(splitSentences('Certainly, the terrace is open, ').sentences).toEqual([]);
+    expect(splitSentences('Certainly, the terrace is open, ', { first: true }).sentences).toEqual(['Certainly, the terrace is open,']);
   });
 
   it('flushes the rest on llm.done, before passing llm.done on', () => {
