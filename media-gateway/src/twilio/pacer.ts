@@ -169,9 +169,15 @@ export class OutboundPacer {
     this.timing.ticks++;
     if (lateness >= this.frameMs) this.timing.lateTicks++;
     if (lateness > this.timing.maxTickLatenessMs) this.timing.maxTickLatenessMs = lateness;
+    // Room is judged at the slot's time on the grid, not at the instant the timer fired:
+    // Node fires a timer up to ~1 ms early (its loop clock is cached, in whole ms) or a few
+    // ms late, and a stream whose lead sits at the threshold would skip a slot on an early
+    // tick and send two on the next (a 40 ms gap, then none), or the other way round on a
+    // late one (#5). A tick later than half a slot is a stall: judged at `now`, to catch up.
+    const slotAt = Math.abs(lateness) < this.frameMs / 2 ? this.originMs + this.slot * this.frameMs : now;
     let busy = false;
     for (const stream of this.streams) {
-      stream.service(now);
+      stream.service(now, slotAt);
       if (stream.hasWork) busy = true;
     }
     if (!busy) return; // idle: no wake-ups until a stream queues something
@@ -336,12 +342,15 @@ export class PacedStream {
     this.pacer.unregister(this);
   }
 
-  /** @internal Send what is due at `now`. */
-  service(now: number): void {
+  /**
+   * @internal Send what is due. `now` is the real time (gaps are measured with it);
+   * `slotAt` the time room is judged at: the pacer's tick passes its slot's time on the grid.
+   */
+  service(now: number, slotAt = now): void {
     if (this.closed || this.paused) return;
     this.flushMarks();
     let sent = 0;
-    while (sent < this.pacer.maxCatchUpFrames && this.hasRoom(now)) {
+    while (sent < this.pacer.maxCatchUpFrames && this.hasRoom(slotAt)) {
       const frame = this.nextFrame(now);
       if (!frame) break;
       if (sent === 0 && this.backlogged && this.lastSendAt !== undefined) {
@@ -355,6 +364,7 @@ export class PacedStream {
       } catch (err) {
         this.pacer.reportSinkError(err);
       }
+      // An underrun restarts the far end's playback now, whatever the slot's time.
       this.remember(SENT_AUDIO, frame, null, Math.max(now, this.playoutEndsAt));
       this.playoutEndsAt = Math.max(now, this.playoutEndsAt) + this.pacer.frameMs;
       this.lastSendAt = now;
