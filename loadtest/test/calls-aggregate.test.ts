@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildCallReport, cpuAt, failureOf, medianCallMs, planSlots, processFigures, targetRun, withTargets } from '../src/calls/aggregate.js';
 import type { TargetInput } from '../src/calls/aggregate.js';
 import type { TargetRun } from '../src/calls/call-results.js';
-import { jitterOf, lateGaps, peakOverlap, speechOnly, utteranceGaps } from '../src/calls/frame-gaps.js';
+import { DESIGNED_LEAD_GAPS, jitterOf, lateGaps, peakOverlap, speechOnly, steadyGaps, utteranceGaps } from '../src/calls/frame-gaps.js';
 import type { CallRecord, GatewayCallEnd } from '../src/calls/ipc.js';
 import type { RawSample } from '../src/calls/process-sampler.js';
 
@@ -10,7 +10,7 @@ const MB = 1024 * 1024;
 const T0 = 1_000_000;
 
 function record(over: Partial<CallRecord> & { callSid: string }): CallRecord {
-  return { slot: 0, dialledAt: T0, connectedAt: T0, endedAt: T0 + 10_000, completed: true, failure: null, turnLatenciesMs: [], framesReceived: 0, frameGapsMs: [], protocolErrors: [], ...over };
+  return { slot: 0, dialledAt: T0, connectedAt: T0, endedAt: T0 + 10_000, completed: true, failure: null, turnLatenciesMs: [], framesReceived: 0, frameGapsMs: [], steadyFrameGapsMs: [], protocolErrors: [], ...over };
 }
 
 function sample(atS: number, cpuMs: number, rssMb: number, activeCalls = 0, loopP99Ms = 1): RawSample {
@@ -26,6 +26,20 @@ describe('frame gaps', () => {
     // 0→20→40→61 is one utterance; 61→600 (539 ms) is a pause; 600→620 the next utterance.
     expect(utteranceGaps([0, 20, 40, 61, 600, 620], 500)).toEqual([20, 20, 21, 20]);
     expect(utteranceGaps([5], 500)).toEqual([]);
+  });
+
+  it("leaves each utterance's designed lead (burst, grid alignment) out of the steady-state gaps", () => {
+    // Pacer-shaped utterances: a 3-frame burst at 0 (gaps 0, 0), the first slot 13 ms later,
+    // then one frame per 20 ms; a 600 ms pause; the next utterance the same from 1000.
+    const utterance = (t0: number, align: number): number[] => [t0, t0, t0, t0 + align, t0 + align + 20, t0 + align + 40, t0 + align + 61];
+    const arrivals = [...utterance(0, 13), ...utterance(1000, 27)];
+    expect(DESIGNED_LEAD_GAPS).toBe(3);
+    expect(utteranceGaps(arrivals, 500)).toEqual([0, 0, 13, 20, 20, 21, 0, 0, 27, 20, 20, 21]);
+    expect(steadyGaps(arrivals, 500)).toEqual([20, 20, 21, 20, 20, 21]);
+    // A late frame inside the lead is still late: late frames are counted on every gap.
+    expect(steadyGaps([0, 0, 45, 65], 500)).toEqual([]);
+    expect(lateGaps(utteranceGaps([0, 0, 45, 65], 500))).toBe(1);
+    expect(steadyGaps([0, 20], 500, 0)).toEqual([20]);
   });
 
   it('counts gaps over 40 ms as late and measures jitter around 20 ms', () => {
@@ -104,8 +118,8 @@ describe('target run', () => {
 
   it('counts calls, failures and the figures of every call', () => {
     const records = [
-      record({ callSid: 'CA1', turnLatenciesMs: [600, 700], bargeInReactionMs: 140, framesReceived: 4, frameGapsMs: [20, 20, 45] }),
-      record({ callSid: 'CA2', dialledAt: T0 - 250, turnLatenciesMs: [800], bargeInReactionMs: null, framesReceived: 2, frameGapsMs: [19] }),
+      record({ callSid: 'CA1', turnLatenciesMs: [600, 700], bargeInReactionMs: 140, framesReceived: 4, frameGapsMs: [0, 20, 45], steadyFrameGapsMs: [20, 45] }),
+      record({ callSid: 'CA2', dialledAt: T0 - 250, turnLatenciesMs: [800], bargeInReactionMs: null, framesReceived: 2, frameGapsMs: [19], steadyFrameGapsMs: [] }),
       record({ callSid: 'CA3', connectedAt: null, completed: false, failure: { callSid: 'CA3', kind: 'connect', message: 'HTTP 503' } }),
       record({ callSid: 'CA4', completed: false, failure: { callSid: 'CA4', kind: 'dropped', message: 'closed' } }),
     ];
@@ -127,8 +141,9 @@ describe('target run', () => {
     expect(run.stages!.total.count).toBe(3);
     expect(run.bargeInReaction).toMatchObject({ count: 1, p95: 140 });
     expect(run.framePacing).toMatchObject({ frames: 6, lateFramesAtCallers: 1, lateFramesAtGateway: 1, utteranceBreakMs: 500 });
-    expect(run.framePacing.gaps).toMatchObject({ count: 4, p50: 20, max: 45 });
-    expect(run.framePacing.jitter).toMatchObject({ count: 4, max: 25 });
+    expect(run.framePacing.gaps).toMatchObject({ count: 4, p50: 19, max: 45 });
+    // Jitter on the steady-state gaps only: the 0 ms burst gap is not in it.
+    expect(run.framePacing.jitter).toMatchObject({ count: 2, p50: 0, max: 25 });
     expect(run.durationSec).toBe(12);
     // Connected calls: CA2 took 250 ms from dial to open, CA1 and CA4 none.
     expect(run.connect).toMatchObject({ count: 3, p50: 0, max: 250 });

@@ -164,7 +164,7 @@ export function targetRun(input: TargetInput): TargetRun {
     framePacing: {
       frames: records.reduce((n, r) => n + r.framesReceived, 0),
       gaps: measuredOf(gaps, HISTOGRAM_BOUNDS_MS.frameGap),
-      jitter: measuredOf(jitterOf(gaps), HISTOGRAM_BOUNDS_MS.jitter),
+      jitter: measuredOf(jitterOf(records.flatMap((r) => r.steadyFrameGapsMs)), HISTOGRAM_BOUNDS_MS.jitter),
       lateFramesAtCallers: lateGaps(gaps),
       lateFramesAtGateway: input.lateFramesAtGateway,
       utteranceBreakMs: input.utteranceBreakMs,

@@ -163,7 +163,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   // One line per call for "why did this call fail or run slow": frame gaps left out (they are in the distributions).
   const lines = records.map((r) => {
     const end = gatewayEnds.get(r.callSid);
-    return JSON.stringify({ target, ...r, frameGapsMs: undefined, gateway: end ? { status: end.status, endReason: end.endReason, turnMetrics: end.turnMetrics } : null });
+    return JSON.stringify({ target, ...r, frameGapsMs: undefined, steadyFrameGapsMs: undefined, gateway: end ? { status: end.status, endReason: end.endReason, turnMetrics: end.turnMetrics } : null });
   });
   return { run, records, lines };
 }

@@ -85,7 +85,7 @@ export interface FramePacing {
   frames: number;
   /** Gaps between consecutive frames of one agent utterance (a gap > `utteranceBreakMs` starts a new utterance and is not counted). */
   gaps: Measured;
-  /** |gap - 20|. */
+  /** |gap - 20| of the steady-state gaps: each utterance's designed lead (burst and grid alignment, frame-gaps.ts `DESIGNED_LEAD_GAPS`) left out. */
   jitter: Measured;
   /** Gaps > 40 ms inside an utterance, at the callers. */
   lateFramesAtCallers: number;

@@ -9,7 +9,7 @@ import { TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-ga
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
 import type { CallFailure } from './call-results.js';
 import { AGENT_QUIET_MS, CALLER_LINES, CALL_STEP_GROUPS } from './call-script.js';
-import { speechOnly, utteranceGaps } from './frame-gaps.js';
+import { speechOnly, steadyGaps, utteranceGaps } from './frame-gaps.js';
 import type { CallRecord, CallerSlot, ToWorker, WorkerMessage, WorkerRun } from './ipc.js';
 import { ProcessSampler, epochNow } from './process-sampler.js';
 
@@ -67,7 +67,7 @@ async function monologue(call: TwilioCallerSimulator, clips: Map<string, Uint8Ar
 async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint8Array>): Promise<CallRecord> {
   const callSid = twilioSid('CA');
   const dialledAt = epochNow();
-  const rec: CallRecord = { callSid, slot: slot.index, dialledAt, connectedAt: null, endedAt: dialledAt, completed: false, failure: null, turnLatenciesMs: [], framesReceived: 0, frameGapsMs: [], protocolErrors: [] };
+  const rec: CallRecord = { callSid, slot: slot.index, dialledAt, connectedAt: null, endedAt: dialledAt, completed: false, failure: null, turnLatenciesMs: [], framesReceived: 0, frameGapsMs: [], steadyFrameGapsMs: [], protocolErrors: [] };
   let call: TwilioCallerSimulator;
   try {
     if (run.target === 'gateway') await scriptStt(run, callSid);
@@ -109,10 +109,9 @@ async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
   }
   rec.endedAt = epochNow();
   rec.framesReceived = call.receivedMedia.length;
-  rec.frameGapsMs = utteranceGaps(
-    call.receivedMedia.map((m) => m.at),
-    run.utteranceBreakMs,
-  );
+  const arrivals = call.receivedMedia.map((m) => m.at);
+  rec.frameGapsMs = utteranceGaps(arrivals, run.utteranceBreakMs);
+  rec.steadyFrameGapsMs = steadyGaps(arrivals, run.utteranceBreakMs);
   rec.protocolErrors = call.protocolErrors.slice(0, 10);
   if (call.protocolErrors.length > 0 && rec.failure === null) {
     rec.completed = false;

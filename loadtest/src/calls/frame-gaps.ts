@@ -23,6 +23,31 @@ export function utteranceGaps(arrivals: ArrayLike<number>, breakMs: number): num
   return gaps;
 }
 
+/**
+ * Gaps at the start of each utterance that the gateway's pacer shapes by design: its first 3
+ * frames leave at once (the carrier's jitter buffer, `initialBurstFrames`), giving 2 gaps of
+ * ~0 ms, and the next frame waits for the pacer's 20 ms grid, a gap of 10–30 ms set by where
+ * the utterance started between two slots. |gap − 20| of these is up to 20 ms in every
+ * utterance, about 3 gaps in 60: they would be the pacing jitter's p95/p99 on their own.
+ */
+export const DESIGNED_LEAD_GAPS = 3;
+
+/**
+ * The steady-state gaps of {@link utteranceGaps}: each utterance's first `leadGaps` gaps
+ * (the designed lead, {@link DESIGNED_LEAD_GAPS}) left out. Pacing jitter is measured on
+ * these; late frames are counted on every gap.
+ */
+export function steadyGaps(arrivals: ArrayLike<number>, breakMs: number, leadGaps = DESIGNED_LEAD_GAPS): number[] {
+  const gaps: number[] = [];
+  let inUtterance = 0;
+  for (let i = 1; i < arrivals.length; i++) {
+    const gap = arrivals[i]! - arrivals[i - 1]!;
+    if (gap > breakMs) inUtterance = 0;
+    else if (++inUtterance > leadGaps) gaps.push(gap);
+  }
+  return gaps;
+}
+
 /** How many gaps are late (> {@link LATE_GAP_MS}). */
 export function lateGaps(gaps: ArrayLike<number>): number {
   let n = 0;

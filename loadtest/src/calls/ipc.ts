@@ -135,6 +135,8 @@ export interface CallRecord {
   framesReceived: number;
   /** Gaps between consecutive agent frames inside an utterance, ms. */
   frameGapsMs: number[];
+  /** {@link frameGapsMs} without each utterance's designed lead (frame-gaps.ts `steadyGaps`): pacing jitter is measured on these. */
+  steadyFrameGapsMs: number[];
   protocolErrors: string[];
 }
 
