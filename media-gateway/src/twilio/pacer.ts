@@ -243,15 +243,18 @@ export class PacedStream {
 
   /**
    * Queue μ-law audio of any length; it is cut into 20 ms frames as it is sent. The array
-   * is kept, not copied. When the far end has room (start of an utterance), frames go out
-   * at once rather than at the next tick: that tick could be up to 20 ms away.
+   * is kept, not copied. When the far end is about to run dry (start of an utterance, an
+   * underrun), frames go out at once rather than at the next tick: that tick could be up to
+   * 20 ms away. Otherwise the tick sends them: a frame sent between two slots (the next
+   * sentence arriving mid-utterance) would make the next slot send none (gaps of x, 40 − x).
    */
   enqueueAudio(mulaw: Uint8Array): void {
     if (this.closed || mulaw.byteLength === 0) return;
     this.items.push({ kind: 'audio', bytes: mulaw });
     this.queuedBytes += mulaw.byteLength;
     if (this.paused) return;
-    this.service(this.pacer.now());
+    const now = this.pacer.now();
+    if (this.playoutEndsAt - now < this.pacer.frameMs) this.service(now);
     if (this.hasWork) this.pacer.wake();
   }
 

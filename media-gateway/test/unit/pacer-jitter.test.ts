@@ -57,6 +57,25 @@ describe('OutboundPacer under timer jitter', () => {
     });
   }
 
+  it('keeps one frame per slot when more audio arrives mid-slot (the next sentence from TTS)', () => {
+    for (const joinMs of [1, 5, 10, 15]) {
+      for (const chunkAtMs of [3, 8, 12, 17]) {
+        const pacer = new OutboundPacer({ now: clock });
+        pacer.register(timedSink().sink).enqueueAudio(audio(3000));
+        vi.advanceTimersByTime(joinMs);
+        const leg = timedSink();
+        const stream = pacer.register(leg.sink);
+        stream.enqueueAudio(audio(400));
+        vi.advanceTimersByTime(200 - joinMs + chunkAtMs); // between two slots, audio still queued
+        stream.enqueueAudio(audio(400));
+        vi.advanceTimersByTime(1000);
+        expect(leg.at).toHaveLength(40);
+        expect(gaps(leg.at).slice(3).filter((g) => g !== 20)).toEqual([]);
+        pacer.stop();
+      }
+    }
+  });
+
   it('sends one frame per slot when ticks fire a few ms late, whatever the leg\'s phase', () => {
     for (const joinMs of [1, 5, 10, 11, 12, 15]) {
       const pacer = new OutboundPacer({ now: clock, setTimer: jitteryTimer([0, 3, 1, 0, 4, 0.5]) });
