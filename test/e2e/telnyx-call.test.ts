@@ -5,20 +5,8 @@ import { telnyxPublicKeyBase64 } from '@vap/shared';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
 import { startPlatform } from './platform.js';
 import type { Platform } from './platform.js';
+import { LINES, REPLIES } from './booking-script.js';
 
-const LINES = {
-  book: 'Hi, I would like to book a table for two tonight.',
-  hours: 'What are your opening hours?',
-  where: 'Actually, can you tell me where you are located?',
-  bye: "Thanks, that's all. Goodbye.",
-};
-const REPLIES = {
-  book: 'Of course. What time would you like to come?',
-  hours:
-    'We are open every day from eleven in the morning until ten at night, except on Mondays when we open at five in the afternoon, and on public holidays we keep the same hours as on Sundays, which means lunch and dinner are both served.',
-  where: 'We are at twelve Harbour Street, next to the ferry terminal.',
-  bye: 'Thank you for calling. Goodbye!',
-};
 
 // Telnyx signs with its key; the control plane verifies with the public half (TELNYX_PUBLIC_KEY).
 const telnyxKey = generateKeyPairSync('ed25519').privateKey;

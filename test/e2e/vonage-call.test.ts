@@ -4,10 +4,9 @@ import { VonageCallerSimulator, runCallerScript } from '@vap/media-gateway/simul
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
 import { startPlatform } from './platform.js';
 import type { Platform } from './platform.js';
+import { LINES, REPLIES } from './booking-script.js';
 
 const SECRET = 'e2e-vonage-signature-secret-0000000000';
-const LINES = { book: 'Hi, I would like to book a table for two tonight.', bye: "Thanks, that's all. Goodbye." };
-const REPLIES = { book: 'Of course. What time would you like to come?', bye: 'Thank you for calling. Goodbye!' };
 const GREETING = 'Hello! Thanks for calling Harbour Bistro. How can I help?';
 
 describe('a phone call over Vonage, end to end', () => {
