@@ -74,7 +74,9 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
   const entry = new URL(target === 'gateway' ? './gateway-process.ts' : './relay-process.ts', import.meta.url);
-  const server = track(started, new Child<ToServer, ServerMessage>(target, entry));
+  // `--cpu-prof <dir>`: a V8 CPU profile per thread of the server process (open it in Chrome DevTools or speedscope).
+  const profDir = config.cpuProfDir;
+  const server = track(started, new Child<ToServer, ServerMessage>(target, entry, [], profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []));
   const samples: RawSample[] = [];
   const gatewayEnds = new Map<string, GatewayCallEnd>();
   server.onMessage((m) => {

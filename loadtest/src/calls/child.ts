@@ -18,8 +18,9 @@ export class Child<In, Out extends { kind: string }> {
     readonly name: string,
     entryUrl: URL,
     args: string[] = [],
+    extraExecArgv: string[] = [],
   ) {
-    this.proc = fork(fileURLToPath(entryUrl), args, { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+    this.proc = fork(fileURLToPath(entryUrl), args, { execArgv: [...process.execArgv, ...extraExecArgv], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
     this.proc.on('message', (m) => {
       for (const l of this.listeners) l(m as Out);
     });

@@ -1,35 +1,53 @@
 /**
- * One 20 ms timer for every simulated caller in the process (the load generator runs
- * hundreds): slot n fires at origin + n × 20 ms on the monotonic clock, so callers stay in
- * step and the timer does not drift. A caller aligns its frame clock to {@link add}'s
- * return value, so each tick sends exactly one frame per caller.
+ * One timer for every simulated caller in the process (the load generator runs hundreds).
+ * Each caller sends a frame every 20 ms, but not all in the same instant: callers are
+ * spread round-robin over {@link PHASES} phases of the 20 ms period, as the independent
+ * calls of a real carrier are (each stream's frame clock starts when its call connected).
+ * Sending every caller's frame in one burst would hand the gateway hundreds of frames at
+ * once every 20 ms, a load no carrier produces. Sub-slot n fires at origin + n × 4 ms on the
+ * monotonic clock, so the timer does not drift, and ticks the callers of phase n mod 5. A
+ * caller aligns its frame clock to {@link add}'s return value, so each of its ticks sends
+ * exactly one frame.
  */
 export interface Ticking {
   tick(now: number): void;
 }
 
 const FRAME_MS = 20;
+/** Phases of the frame period the callers are spread over. */
+export const PHASES = 5;
+const SUB_SLOT_MS = FRAME_MS / PHASES;
 
 class SimulatorTicker {
-  private readonly members = new Set<Ticking>();
+  private readonly groups: Set<Ticking>[] = Array.from({ length: PHASES }, () => new Set<Ticking>());
+  private readonly phaseOf = new Map<Ticking, number>();
+  private nextPhase = 0;
   private timer: NodeJS.Timeout | undefined;
   private originMs = 0;
+  /** The sub-slot the timer is set for. */
   private slot = 0;
 
-  /** Join; returns the time of the next tick (the member's frame clock origin). */
+  /** Join; returns the time of the member's first tick (its frame clock origin). */
   add(member: Ticking): number {
-    this.members.add(member);
+    const phase = this.nextPhase;
+    this.nextPhase = (this.nextPhase + 1) % PHASES;
+    this.groups[phase]!.add(member);
+    this.phaseOf.set(member, phase);
     if (this.timer === undefined) {
       this.originMs = performance.now();
       this.slot = 0;
       this.timer = setTimeout(() => this.run(), 0);
     }
-    return this.originMs + this.slot * FRAME_MS;
+    const first = this.slot + ((phase - (this.slot % PHASES) + PHASES) % PHASES);
+    return this.originMs + first * SUB_SLOT_MS;
   }
 
   remove(member: Ticking): void {
-    this.members.delete(member);
-    if (this.members.size === 0 && this.timer !== undefined) {
+    const phase = this.phaseOf.get(member);
+    if (phase === undefined) return;
+    this.phaseOf.delete(member);
+    this.groups[phase]!.delete(member);
+    if (this.phaseOf.size === 0 && this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
@@ -38,16 +56,20 @@ class SimulatorTicker {
   private run(): void {
     this.timer = undefined;
     const now = performance.now();
-    for (const m of this.members) {
-      try {
-        m.tick(now);
-      } catch {
-        // A member's socket failing must not stop the others; it learns from its close event.
+    // A late timer serves every phase whose sub-slot has passed (each at most once).
+    const last = Math.min(this.slot + PHASES - 1, Math.max(this.slot, Math.floor((now - this.originMs) / SUB_SLOT_MS)));
+    for (let s = this.slot; s <= last; s++) {
+      for (const m of this.groups[s % PHASES]!) {
+        try {
+          m.tick(now);
+        } catch {
+          // A member's socket failing must not stop the others; it learns from its close event.
+        }
       }
     }
-    if (this.members.size === 0) return;
-    this.slot = Math.max(this.slot + 1, Math.floor((now - this.originMs) / FRAME_MS) + 1);
-    this.timer = setTimeout(() => this.run(), Math.max(0, this.originMs + this.slot * FRAME_MS - now));
+    if (this.phaseOf.size === 0) return;
+    this.slot = Math.max(last + 1, Math.floor((now - this.originMs) / SUB_SLOT_MS) + 1);
+    this.timer = setTimeout(() => this.run(), Math.max(0, this.originMs + this.slot * SUB_SLOT_MS - now));
   }
 }
 
