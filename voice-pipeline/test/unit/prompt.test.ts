@@ -38,6 +38,15 @@ describe('renderTemplate', () => {
     expect(renderTemplate('{{date}}', agent(), ctx({ timeZone: 'America/Los_Angeles', metadata: { timezone: 'Asia/Tokyo' } }))).toBe('March 14, 2025');
   });
 
+  it('keeps each zone and locale apart across calls (formatters are reused), and falls back to en-US in UTC for unknown ones', () => {
+    for (let i = 0; i < 2; i++) {
+      expect(renderTemplate('{{dateTime}}', agent(), ctx({ metadata: { timezone: 'Asia/Tokyo' } }))).toBe('March 15, 2025 at 8:30 AM');
+      expect(renderTemplate('{{dateTime}}', agent(), ctx({ metadata: { timezone: 'Europe/Paris' } }))).toBe('March 15, 2025 at 12:30 AM');
+      expect(renderTemplate('{{time}}', agent({ transcription: { provider: 'deepgram', language: 'de-DE' } }), ctx({ metadata: { timezone: 'Europe/Paris' } }))).toBe('00:30');
+    }
+    expect(renderTemplate('{{time}} {{date}}', agent(), ctx({ metadata: { timezone: 'Not/A_Zone' } }))).toBe('11:30 PM March 14, 2025');
+  });
+
   it('fills metadata variables', () => {
     expect(renderTemplate('Hello {{customerName}}, order {{order_id}}.', agent(), ctx({ metadata: { customerName: 'Dana', order_id: 'A-17' } }))).toBe('Hello Dana, order A-17.');
   });

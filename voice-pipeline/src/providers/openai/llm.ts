@@ -75,6 +75,8 @@ export class OpenAiLlm implements LlmProvider {
       }, this.timeoutMs);
     };
     let requestId: string | undefined;
+    /** The response was read to its end: the connection is back in the pool, nothing to cancel. */
+    let bodyRead = false;
     const fail = (err: unknown): Error => {
       if (signal.aborted) return abortError(signal);
       if (idleTimedOut) return this.error('llm.timeout', `no data from OpenAI for ${this.timeoutMs} ms`, true, { requestId, cause: err });
@@ -124,6 +126,7 @@ export class OpenAiLlm implements LlmProvider {
       } catch (err) {
         throw fail(err);
       }
+      bodyRead = true;
       // The SDK ends the iteration quietly when its request is aborted, so look at why it ended.
       if (signal.aborted || idleTimedOut) throw fail(undefined);
       if (finish === null) throw this.error('llm.connection_lost', 'OpenAI stream ended without a finish_reason', true, { requestId });
@@ -132,7 +135,9 @@ export class OpenAiLlm implements LlmProvider {
     } finally {
       clearTimeout(idleTimer);
       signal.removeEventListener('abort', onAbort);
-      controller.abort(); // no-op after a complete response; cancels the socket on early exit
+      // Cancels the socket on early exit. Not after a complete response: aborting builds a
+      // DOMException (a stack trace) here and one more in the SDK, per turn (#5 profile).
+      if (!bodyRead) controller.abort();
     }
   }
 
