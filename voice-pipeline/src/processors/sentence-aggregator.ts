@@ -2,20 +2,30 @@ import type { Frame } from '../frames.js';
 import type { Direction } from '../pipeline/processor.js';
 import { Processor } from '../pipeline/processor.js';
 
-/** Shortest text sent to TTS as a sentence, so "Dr. " or "1. " do not make a clip each. */
+/** Shortest text sent to TTS as a sentence after the first piece, so "1. " does not make a clip of its own. */
 const MIN_SENTENCE_CHARS = 12;
-/** A long clause without a full stop is cut at a comma past this length. */
+/** A long clause without a full stop is cut at a comma past this length (after the first piece). */
 const CLAUSE_CHARS = 80;
 /**
- * The first piece of a reply is cut at a clause boundary (`,` `;` `:`) once it has this
- * many characters (about five words, over a second of speech): the caller hears the agent
- * a clause earlier, and the rest streams to TTS while that plays. Measured with
- * `pnpm bench:calls`: a reply opening with a 130-character sentence waited ~140 ms for
- * its first full stop (the LLM streams a word every few ms), which the turn breakdown
- * shows as our overhead. Later pieces keep whole sentences (or {@link CLAUSE_CHARS}), so
- * the prosody of the rest is not chopped up.
+ * The first piece of a reply goes to TTS as early as it can be spoken on its own: at the
+ * first sentence end or clause boundary (`,` `;` `:`) once it has this many characters
+ * ("Yes," "Sure." "Of course."), or, with no boundary yet, after {@link FIRST_PIECE_WORDS}
+ * complete words. The caller hears the agent that much earlier, and the rest streams to
+ * TTS while the first piece plays; the TTS stream keeps the earlier text as context, so
+ * the join is not heard as a new sentence. Measured with `pnpm bench:calls` (#5): the LLM
+ * streams a word every few ms, and waiting for a reply's first full stop or long clause
+ * (14 words into the bench's long answer) was the largest part of the time between the
+ * first token and the first audio. Later pieces keep whole sentences (or
+ * {@link CLAUSE_CHARS}), so the prosody of the rest is not chopped up.
  */
-const FIRST_CLAUSE_CHARS = 24;
+const FIRST_PIECE_MIN_CHARS = 4;
+const FIRST_PIECE_WORDS = 5;
+const FIRST_WORDS_RE = new RegExp(`^\\s*(?:\\S+\\s+){${FIRST_PIECE_WORDS}}`);
+/**
+ * Words after which a full stop does not end a sentence ("Dr. Smith", "No. 5", "e.g. this").
+ * Single letters (initials, "J. Smith") are treated the same.
+ */
+const ABBREVIATIONS = new Set(['mr', 'mrs', 'ms', 'dr', 'prof', 'st', 'sr', 'jr', 'mt', 'ave', 'no', 'vs', 'e.g', 'i.e', 'approx', 'apt', 'fig', 'dept', 'est']);
 
 /**
  * Splits streamed LLM text into sentences for TTS, so the first audio starts as soon as
@@ -60,8 +70,8 @@ export class SentenceAggregator extends Processor {
 
 /**
  * Complete sentences at the front of `text`, and the unfinished rest. With `first` (nothing
- * of the reply was sent yet), the first piece may end at a clause boundary from
- * {@link FIRST_CLAUSE_CHARS} characters on.
+ * of the reply was sent yet), the first piece may be short or end at a clause boundary
+ * ({@link FIRST_PIECE_MIN_CHARS}), or be cut after {@link FIRST_PIECE_WORDS} words.
  */
 export function splitSentences(text: string, opts: { first?: boolean } = {}): { sentences: string[]; rest: string } {
   const sentences: string[] = [];
@@ -72,10 +82,27 @@ export function splitSentences(text: string, opts: { first?: boolean } = {}): { 
     const end = m.index + m[0].length;
     const candidate = text.slice(start, end).trim();
     const isClause = /^[,;:]/.test(m[0]);
-    const clauseChars = opts.first && sentences.length === 0 ? FIRST_CLAUSE_CHARS : CLAUSE_CHARS;
-    if (candidate.length < (isClause ? clauseChars : MIN_SENTENCE_CHARS)) continue;
+    const first = opts.first === true && sentences.length === 0;
+    const minChars = first ? FIRST_PIECE_MIN_CHARS : isClause ? CLAUSE_CHARS : MIN_SENTENCE_CHARS;
+    if (candidate.length < minChars) continue;
+    if (m[0].startsWith('.') && m[0].trim() === '.' && endsWithAbbreviation(text, m.index)) continue;
     sentences.push(candidate);
     start = end;
   }
+  if (opts.first === true && sentences.length === 0) {
+    const words = FIRST_WORDS_RE.exec(text.slice(start));
+    if (words) {
+      sentences.push(words[0].trim());
+      start += words[0].length;
+    }
+  }
   return { sentences, rest: text.slice(start) };
+}
+
+/** The word before the full stop at `dotAt` is an abbreviation or an initial. */
+function endsWithAbbreviation(text: string, dotAt: number): boolean {
+  let i = dotAt;
+  while (i > 0 && !/\s/.test(text[i - 1]!)) i--;
+  const word = text.slice(i, dotAt).replace(/^["'([]+/, '').toLowerCase();
+  return (word.length === 1 && /\p{L}/u.test(word)) || ABBREVIATIONS.has(word);
 }

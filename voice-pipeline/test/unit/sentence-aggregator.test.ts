@@ -5,16 +5,31 @@ import { frames, Harness } from './harness.js';
 const sentences = (h: Harness) => h.downOf('tts.sentence').map((f) => [f.turnId, f.text]);
 
 describe('SentenceAggregator', () => {
-  it('emits the first sentence as soon as it is complete, before the reply ends', () => {
+  it('emits the first piece as soon as it can be spoken, before the reply ends', () => {
     const h = new Harness(new SentenceAggregator());
     h.down(frames.turnStart('t1'));
-    for (const piece of ['Sure', ',', ' I', ' can', ' help', ' with', ' that', '.']) h.down(frames.llmText('t1', piece));
-    // A full stop alone may still be "3.5": the sentence is complete once whitespace follows.
+    for (const piece of ['Sure', ',']) h.down(frames.llmText('t1', piece));
+    // A comma alone may still be "3,500": the clause is complete once whitespace follows.
     expect(sentences(h)).toEqual([]);
-    h.down(frames.llmText('t1', ' What', 120));
-    expect(sentences(h)).toEqual([['t1', 'Sure, I can help with that.']]);
+    h.down(frames.llmText('t1', ' I', 120));
+    expect(sentences(h)).toEqual([['t1', 'Sure,']]);
     expect(h.downOf('tts.sentence')[0]!.at).toBe(120);
-    expect(h.kinds('down')).toEqual(['agent.turn-start', 'tts.sentence']);
+    // After the first piece, whole sentences.
+    for (const piece of [' can', ' help', ' with', ' that', '.']) h.down(frames.llmText('t1', piece));
+    expect(sentences(h)).toEqual([['t1', 'Sure,']]);
+    h.down(frames.llmText('t1', ' What', 180));
+    expect(sentences(h)).toEqual([
+      ['t1', 'Sure,'],
+      ['t1', 'I can help with that.'],
+    ]);
+    expect(h.kinds('down')).toEqual(['agent.turn-start', 'tts.sentence', 'tts.sentence']);
+  });
+
+  it('does not end a sentence at an abbreviation or an initial', () => {
+    expect(splitSentences('Dr. Smith and Mrs. Jones are in. Next ', { first: true }).sentences).toEqual(['Dr. Smith and Mrs. Jones are in.']);
+    expect(splitSentences('Dr. Smith and Mrs. Jones are ', { first: true }).sentences).toEqual(['Dr. Smith and Mrs. Jones']);
+    expect(splitSentences('Please see Dr. Smith, Prof. J. Watson and St. Mary in room No. 5 today. Then ').sentences).toEqual(['Please see Dr. Smith, Prof. J. Watson and St. Mary in room No. 5 today.']);
+    expect(splitSentences('Of course. What time? ', { first: true })).toEqual({ sentences: ['Of course.'], rest: 'What time? ' });
   });
 
   it('holds short fragments such as "Dr." until the sentence is long enough', () => {
@@ -38,7 +53,7 @@ describe('SentenceAggregator', () => {
     expect(splitSentences('Yes, of course, ').sentences).toEqual([]);
   });
 
-  it('cuts the first piece of a reply at a comma once it is about five words long, later pieces only at sentences or long clauses', () => {
+  it('cuts the first piece of a reply after five words when no boundary came, later pieces only at sentences or long clauses', () => {
     const h = new Harness(new SentenceAggregator());
     const words = 'We are open every day from eleven in the morning until ten at night, except on Mondays when we open at five, and on holidays we keep Sunday hours. Lunch is served, too. '.split(/(?= )/);
     let cutAt = -1;
@@ -46,18 +61,25 @@ describe('SentenceAggregator', () => {
       h.down(frames.llmText('t1', w));
       if (cutAt < 0 && sentences(h).length > 0) cutAt = i;
     });
-    // The first clause goes out when the word after its comma arrives, not at the full stop 14 words later.
-    expect(words[cutAt]).toBe(' except');
+    // The fifth word is complete when the sixth begins; not at the comma 14 words in.
+    expect(words[cutAt]).toBe(' from');
     expect(sentences(h)).toEqual([
-      ['t1', 'We are open every day from eleven in the morning until ten at night,'],
-      ['t1', 'except on Mondays when we open at five, and on holidays we keep Sunday hours.'],
+      ['t1', 'We are open every day'],
+      // Past 80 characters a clause is cut at its comma.
+      ['t1', 'from eleven in the morning until ten at night, except on Mondays when we open at five,'],
+      ['t1', 'and on holidays we keep Sunday hours.'],
       ['t1', 'Lunch is served, too.'],
     ]);
-    // A short opening clause is not cut; each turn has its own first piece.
-    h.reset().down(frames.llmText('t2', 'Yes, of course, '), frames.llmText('t3', 'Certainly, the terrace is open, '));
-    expect(sentences(h)).toEqual([['t3', 'Certainly, the terrace is open,']]);
+    // Each turn has its own first piece; a short opening clause or sentence is one.
+    h.reset().down(frames.llmText('t2', 'Yes, of course, '), frames.llmText('t3', 'Hi! Certainly, the terrace is open, '));
+    expect(sentences(h)).toEqual([
+      ['t2', 'Yes,'],
+      ['t3', 'Hi! Certainly,'],
+    ]);
     expect(splitSentences('Certainly, the terrace is open, ').sentences).toEqual([]);
-    expect(splitSentences('Certainly, the terrace is open, ', { first: true }).sentences).toEqual(['Certainly, the terrace is open,']);
+    expect(splitSentences('Certainly, the terrace is open, ', { first: true }).sentences).toEqual(['Certainly,']);
+    // Fewer than five words and no boundary: wait.
+    expect(splitSentences('We are open every', { first: true })).toEqual({ sentences: [], rest: 'We are open every' });
   });
 
   it('flushes the rest on llm.done, before passing llm.done on', () => {
