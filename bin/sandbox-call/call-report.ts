@@ -134,11 +134,11 @@ export function latencyTable(timings: readonly CallerTurnTiming[], summary: Pick
   const metrics = summary?.turnMetrics ?? [];
   const paired = metrics.length === timings.length;
   const ms = (v: number | null | undefined) => (v === null || v === undefined ? '–' : `${Math.round(v)}`);
-  const header = ['#', 'caller line', 'caller', 'endpoint', 'STT final', 'retrieval', 'LLM 1st tok', 'TTS 1st byte', 'overhead', 'gw total'];
+  const header = ['#', 'caller line', 'caller', 'endpoint', 'STT final', 'retrieval', 'LLM 1st tok', 'LLM 1st phrase', 'TTS 1st byte', 'overhead', 'gw total'];
   const rows = timings.map((t, i) => {
     const m = paired ? metrics[i] : undefined;
     const line = t.said.length > 32 ? `${t.said.slice(0, 31)}…` : t.said;
-    return [String(i + 1), line, ms(t.latencyMs), ms(m?.endpointingMs), ms(m?.sttMs), ms(m?.retrievalMs), ms(m?.llmFirstTokenMs), ms(m?.ttsFirstByteMs), ms(m?.overheadMs), ms(m?.totalMs)];
+    return [String(i + 1), line, ms(t.latencyMs), ms(m?.endpointingMs), ms(m?.sttMs), ms(m?.retrievalMs), ms(m?.llmFirstTokenMs), ms(m?.llmFirstPhraseMs), ms(m?.ttsFirstByteMs), ms(m?.overheadMs), ms(m?.totalMs)];
   });
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c]!.length)));
   const fmt = (r: string[]) => `  ${r.map((cell, c) => (c === 1 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ')}`.trimEnd();
@@ -147,7 +147,7 @@ export function latencyTable(timings: readonly CallerTurnTiming[], summary: Pick
   else if (!paired) {
     out.push(`  The gateway measured ${metrics.length} agent answers for ${timings.length} caller lines, so they are not paired; the gateway's turns in order:`);
     metrics.forEach((m, i) =>
-      out.push(`    ${i + 1}. endpoint ${m.endpointingMs}, STT final ${m.sttMs}, retrieval ${m.retrievalMs}, LLM 1st token ${m.llmFirstTokenMs}, TTS 1st byte ${m.ttsFirstByteMs}, overhead ${m.overheadMs}, total ${m.totalMs} ms`),
+      out.push(`    ${i + 1}. endpoint ${m.endpointingMs}, STT final ${m.sttMs}, retrieval ${m.retrievalMs}, LLM 1st token ${m.llmFirstTokenMs}, LLM 1st phrase ${m.llmFirstPhraseMs}, TTS 1st byte ${m.ttsFirstByteMs}, overhead ${m.overheadMs}, total ${m.totalMs} ms`),
     );
   }
   return out;

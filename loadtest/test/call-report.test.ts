@@ -26,8 +26,10 @@ function gatewayRun(): TargetRun {
       endpointing: measured(420, 520, 560, 610, [100, 300, 500, 700], [0, 40, 820, 140, 0]),
       stt: measured(2, 4, 6, 9, [1, 2, 5, 10], [100, 480, 400, 20, 0]),
       llmFirstToken: measured(120, 210, 260, 300, [50, 100, 200, 300], [0, 300, 640, 60, 0]),
+      llmFirstPhrase: measured(10, 20, 25, 30, [5, 10, 20, 50], [0, 500, 400, 100, 0]),
       ttsFirstByte: measured(80, 130, 170, 190, [50, 100, 200], [10, 690, 300, 0]),
       overhead: measured(4.2, 9.5, 21.4, 27.9, [1, 2, 5, 10, 20, 30, 50], [0, 40, 700, 220, 30, 10, 0, 0]),
+      overheadWithFirstPhrase: measured(14.2, 29.5, 46.4, 57.9, [10, 20, 50, 100], [0, 500, 400, 100, 0]),
       total: measured(630, 900, 1070, 1310, [200, 400, 600, 800, 1000, 1500], [0, 10, 420, 380, 142, 48, 0]),
     },
     bargeInReaction: measured(96, 138, 149, 162, [50, 75, 100, 125, 150, 175], [0, 12, 98, 60, 28, 2, 0]),
@@ -97,9 +99,10 @@ function withEdit(edit: (r: CallBenchReport) => void): CallBenchReport {
 describe('checkTargets', () => {
   it('passes every target of a good run, with the capacity line informational', () => {
     const targets = checkTargets(fixture());
-    expect(targets).toHaveLength(11);
+    expect(targets).toHaveLength(12);
     expect(targets.slice(0, 10).map((t) => [t.name, t.pass])).toEqual(targets.slice(0, 10).map((t) => [t.name, true]));
     expect(targets[10]).toEqual({ name: 'implied capacity at 60 % of 2 cores (informational)', limit: 'aim 1000 calls', measured: '231 calls', pass: null });
+    expect(targets[11]).toEqual({ name: 'overhead + LLM first-phrase wait p50 / p99 (informational)', limit: '-', measured: '14 / 46 ms', pass: null });
   });
 
   it.each([
@@ -186,6 +189,8 @@ describe('formatCallTable', () => {
     const out = formatCallTable(fixture());
     expect(out).toMatch(/turn latency \(speech end → agent audio\)\s+1000\s+640\.0\s+910\.0\s+1080\.0\s+1320\.0/);
     expect(out).toMatch(/our overhead\s+1000\s+4\.2\s+9\.5\s+21\.4\s+27\.9/);
+    expect(out).toMatch(/LLM first phrase\s+1000\s+10\.0\s+20\.0\s+25\.0\s+30\.0/);
+    expect(out).toMatch(/overhead \+ LLM first-phrase wait p50 \/ p99 \(informational\)\s+-\s+14 \/ 46 ms\s+-$/m);
     expect(out).toMatch(/relay\s+1204000\s+0\s+-\s+2\.80/);
     expect(out).toMatch(/CPU ms per call-second\s+5\.200\s+3\.000/);
     expect(out).toMatch(/barge-in reaction p95\s+<= 150 ms\s+138\.0 ms\s+PASS/);

@@ -18,7 +18,7 @@ function sample(atS: number, cpuMs: number, rssMb: number, activeCalls = 0, loop
 }
 
 function turn(totalMs: number, overheadMs: number): GatewayCallEnd['turnMetrics'][number] {
-  return { turnId: `t${totalMs}`, endpointingMs: totalMs - overheadMs - 100, sttMs: 300, retrievalMs: 0, llmFirstTokenMs: 60, ttsFirstByteMs: 40, overheadMs, totalMs };
+  return { turnId: `t${totalMs}`, endpointingMs: totalMs - overheadMs - 100, sttMs: 300, retrievalMs: 0, llmFirstTokenMs: 60, llmFirstPhraseMs: 10, ttsFirstByteMs: 40, overheadMs, totalMs };
 }
 
 describe('frame gaps', () => {
@@ -138,6 +138,8 @@ describe('target run', () => {
     expect(run.peakConcurrentCalls).toBe(3);
     expect(run.turnLatency).toMatchObject({ count: 3, p50: 700, max: 800 });
     expect(run.stages!.overhead).toMatchObject({ count: 3, p50: 20, p99: 30, mean: 20 });
+    expect(run.stages!.llmFirstPhrase).toMatchObject({ count: 3, p50: 10 });
+    expect(run.stages!.overheadWithFirstPhrase).toMatchObject({ count: 3, p50: 30, p99: 40, mean: 30 });
     expect(run.stages!.total.count).toBe(3);
     expect(run.bargeInReaction).toMatchObject({ count: 1, p95: 140 });
     expect(run.framePacing).toMatchObject({ frames: 6, lateFramesAtCallers: 1, lateFramesAtGateway: 1, utteranceBreakMs: 500 });

@@ -104,10 +104,15 @@ export interface TurnMetrics {
   retrievalMs: number;
   /** LLM request → first token. */
   llmFirstTokenMs: number;
+  /**
+   * First token → the first phrase complete and handed to TTS: the LLM's text pace over the
+   * words of the reply's first piece (the sentence aggregator's rule decides how many).
+   */
+  llmFirstPhraseMs: number;
   /** First sentence to TTS → first audio byte. */
   ttsFirstByteMs: number;
   /** End of speech → first agent audio handed to the carrier. */
   totalMs: number;
-  /** The rest: sentence aggregation, queues, our code. */
+  /** The rest: queues, pacing, transport, our code. */
   overheadMs: number;
 }

@@ -9,7 +9,7 @@ const w = conversationsWorld();
 type TurnMetrics = Payload<'sessionEnded'>['turnMetrics'][number];
 
 function turn(endpointingMs: number, llmFirstTokenMs: number, ttsFirstByteMs: number, overheadMs: number): TurnMetrics {
-  return { turnId: newId('turn'), endpointingMs, sttMs: Math.max(0, endpointingMs - 40), retrievalMs: 0, llmFirstTokenMs, ttsFirstByteMs, overheadMs, totalMs: endpointingMs + llmFirstTokenMs + ttsFirstByteMs + overheadMs };
+  return { turnId: newId('turn'), endpointingMs, sttMs: Math.max(0, endpointingMs - 40), retrievalMs: 0, llmFirstTokenMs, llmFirstPhraseMs: 0, ttsFirstByteMs, overheadMs, totalMs: endpointingMs + llmFirstTokenMs + ttsFirstByteMs + overheadMs };
 }
 
 const getLatency = (id: string, key = w.tenant.key) => call(w.t.app, key, 'GET', `/api/v1/conversations/${id}/latency`);

@@ -37,6 +37,12 @@ describe('latencyViewOf', () => {
     expect(v.summary.slowestStage).toBe('llmFirstToken');
   });
 
+  it('shows llmFirstPhraseMs (0 for breakdowns stored before it) and can name it the slowest stage', () => {
+    const v = latencyViewOf('conv_1', [{ ...turn('a', 10, 20, 30, 5), llmFirstPhraseMs: 300, totalMs: 365 }, turn('b', 10, 20, 30, 5)]);
+    expect(v.turns.map((t) => t.llmFirstPhraseMs)).toEqual([300, 0]);
+    expect(v.summary.slowestStage).toBe('llmFirstPhrase');
+  });
+
   it('gives a tie to the earlier stage in pipeline order', () => {
     expect(latencyViewOf('conv_1', [turn('a', 0, 0, 200, 200)]).summary.slowestStage).toBe('ttsFirstByte');
   });

@@ -112,8 +112,10 @@ function stageBreakdown(turns: readonly TurnMetrics[]): StageBreakdown {
     endpointing: of((t) => t.endpointingMs, HISTOGRAM_BOUNDS_MS.latency),
     stt: of((t) => t.sttMs, HISTOGRAM_BOUNDS_MS.latency),
     llmFirstToken: of((t) => t.llmFirstTokenMs, HISTOGRAM_BOUNDS_MS.stage),
+    llmFirstPhrase: of((t) => t.llmFirstPhraseMs, HISTOGRAM_BOUNDS_MS.stage),
     ttsFirstByte: of((t) => t.ttsFirstByteMs, HISTOGRAM_BOUNDS_MS.stage),
     overhead: of((t) => t.overheadMs, HISTOGRAM_BOUNDS_MS.stage),
+    overheadWithFirstPhrase: of((t) => t.overheadMs + t.llmFirstPhraseMs, HISTOGRAM_BOUNDS_MS.stage),
     total: of((t) => t.totalMs, HISTOGRAM_BOUNDS_MS.latency),
   };
 }

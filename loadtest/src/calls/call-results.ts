@@ -34,9 +34,13 @@ export interface StageBreakdown {
   endpointing: Measured;
   stt: Measured;
   llmFirstToken: Measured;
+  /** LLM first token → the reply's first phrase handed to TTS (the LLM's text pace). */
+  llmFirstPhrase: Measured;
   ttsFirstByte: Measured;
-  /** Our own time: total minus endpointing, LLM first token and TTS first byte. */
+  /** Our own time: total minus endpointing, retrieval, LLM first token, LLM first phrase and TTS first byte. */
   overhead: Measured;
+  /** Overhead with the first-phrase wait counted in, as before that stage was split out (informational). */
+  overheadWithFirstPhrase: Measured;
   total: Measured;
 }
 

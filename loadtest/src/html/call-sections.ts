@@ -88,6 +88,7 @@ function latency(report: CallBenchReport): PageSection {
   const additive: [string, Measured][] = [
     ['endpointing wait', s.endpointing],
     ['LLM first token', s.llmFirstToken],
+    ['LLM first phrase', s.llmFirstPhrase],
     ['TTS first byte', s.ttsFirstByte],
     ['our overhead', s.overhead],
   ];

@@ -31,6 +31,7 @@ const STAGES = [
   ['stt', 'sttMs'],
   ['retrieval', 'retrievalMs'],
   ['llm_first_token', 'llmFirstTokenMs'],
+  ['llm_first_phrase', 'llmFirstPhraseMs'],
   ['tts_first_byte', 'ttsFirstByteMs'],
   ['overhead', 'overheadMs'],
   ['total', 'totalMs'],
@@ -67,7 +68,7 @@ export class GatewayMetrics implements CallMetrics {
   ) {
     const registers = [this.registry];
     new Gauge({ name: 'vap_active_calls', help: 'Carrier legs (calls) connected to this gateway now', registers, collect() { this.set(source.activeCalls()); } });
-    this.turnStage = new Histogram({ name: 'vap_turn_stage_seconds', help: 'Agent reply latency by stage: endpointing, stt, retrieval (knowledge base; agents with one only), llm_first_token, tts_first_byte, overhead (ours), total (end of caller speech to first agent audio)', labelNames: ['stage'], buckets: LATENCY_BUCKETS_S, registers });
+    this.turnStage = new Histogram({ name: 'vap_turn_stage_seconds', help: 'Agent reply latency by stage: endpointing, stt, retrieval (knowledge base; agents with one only), llm_first_token, llm_first_phrase (first token → first phrase to TTS), tts_first_byte, overhead (ours), total (end of caller speech to first agent audio)', labelNames: ['stage'], buckets: LATENCY_BUCKETS_S, registers });
     this.bargeInReaction = new Histogram({ name: 'vap_barge_in_reaction_seconds', help: 'Caller speech onset to the carrier clear on a barge-in', buckets: BARGE_IN_BUCKETS_S, registers });
     this.falseInterruptions = new Counter({ name: 'vap_false_interruptions_total', help: 'Barge-ins that paused the agent and were not confirmed (cough, backchannel): the agent resumed', registers });
     this.providerRequest = new Histogram({ name: 'vap_provider_request_seconds', help: 'Provider latency per turn: stt end of speech to final transcript, llm request to first token, tts text to first audio byte', labelNames: ['provider', 'capability'], buckets: LATENCY_BUCKETS_S, registers });

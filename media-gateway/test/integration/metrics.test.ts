@@ -92,7 +92,7 @@ describe('gateway /metrics', () => {
     expect(after.value('vap_active_calls')).toBe(0);
     const turns = after.value('vap_turn_stage_seconds_count', { stage: 'total' });
     expect(turns).toBeGreaterThanOrEqual(2);
-    for (const stage of ['endpointing', 'stt', 'llm_first_token', 'tts_first_byte', 'overhead']) expect(after.value('vap_turn_stage_seconds_count', { stage }), stage).toBe(turns);
+    for (const stage of ['endpointing', 'stt', 'llm_first_token', 'llm_first_phrase', 'tts_first_byte', 'overhead']) expect(after.value('vap_turn_stage_seconds_count', { stage }), stage).toBe(turns);
     expect(after.value('vap_turn_stage_seconds_sum', { stage: 'total' })).toBeGreaterThan(0);
     // Cumulative buckets: +Inf holds every observation.
     expect(after.value('vap_turn_stage_seconds_bucket', { stage: 'total', le: '+Inf' })).toBe(turns);

@@ -74,9 +74,15 @@ export const turnMetricsSchema = z.object({
   retrievalMs: z.number().int().min(0).default(0),
   /** LLM request → first token. */
   llmFirstTokenMs: z.number().int().min(0),
+  /**
+   * First token → the reply's first phrase complete and handed to TTS (the LLM's text pace
+   * over the first phrase's words). 0 in breakdowns stored before it existed, where it is
+   * part of `overheadMs`.
+   */
+  llmFirstPhraseMs: z.number().int().min(0).default(0),
   /** First sentence to TTS → first audio byte. */
   ttsFirstByteMs: z.number().int().min(0),
-  /** The rest: sentence aggregation, queues, our code. */
+  /** The rest: queues, pacing, transport, our code. */
   overheadMs: z.number().int().min(0),
   /** End of speech → first agent audio handed to the carrier. */
   totalMs: z.number().int().min(0),

@@ -35,7 +35,12 @@ const ABBREVIATIONS = new Set(['mr', 'mrs', 'ms', 'dr', 'prof', 'st', 'sr', 'jr'
 export class SentenceAggregator extends Processor {
   readonly name = 'SentenceAggregator';
   /** Per turn: the text not yet sent, and whether a piece of this turn was sent already. */
-  private readonly buffers = new Map<string, { text: string; started: boolean }>();
+  private readonly buffers = new Map<string, { text: string; started: boolean; firstTextAt: number }>();
+  /**
+   * Per turn: first text from the LLM → first piece sent to TTS, ms (frame times). Read and
+   * deleted by the session when the turn's audio starts; cleared on `interrupt`.
+   */
+  readonly firstPhraseMs = new Map<string, number>();
 
   process(frame: Frame, dir: Direction): void {
     if (dir === 'up') {
@@ -46,25 +51,36 @@ export class SentenceAggregator extends Processor {
       case 'llm.text': {
         const buffered = this.buffers.get(frame.turnId);
         const started = buffered?.started ?? false;
+        const firstTextAt = buffered?.firstTextAt ?? frame.at;
         const { sentences, rest } = splitSentences((buffered?.text ?? '') + frame.text, { first: !started });
-        this.buffers.set(frame.turnId, { text: rest, started: started || sentences.length > 0 });
+        this.buffers.set(frame.turnId, { text: rest, started: started || sentences.length > 0, firstTextAt });
+        if (!started && sentences.length > 0) this.recordFirstPhrase(frame.turnId, frame.at - firstTextAt);
         for (const s of sentences) this.push({ kind: 'tts.sentence', turnId: frame.turnId, text: s, at: frame.at });
         return;
       }
       case 'llm.done': {
-        const rest = (this.buffers.get(frame.turnId)?.text ?? '').trim();
+        const buffered = this.buffers.get(frame.turnId);
+        const rest = (buffered?.text ?? '').trim();
         this.buffers.delete(frame.turnId);
+        if (rest && buffered && !buffered.started) this.recordFirstPhrase(frame.turnId, frame.at - buffered.firstTextAt);
         if (rest) this.push({ kind: 'tts.sentence', turnId: frame.turnId, text: rest, at: frame.at });
         this.push(frame);
         return;
       }
       case 'interrupt':
         this.buffers.clear();
+        this.firstPhraseMs.clear();
         this.push(frame);
         return;
       default:
         this.push(frame);
     }
+  }
+
+  private recordFirstPhrase(turnId: string, ms: number): void {
+    // Turns nobody reads (the greeting and other scripted lines) must not pile up over a long call.
+    if (this.firstPhraseMs.size >= 16) this.firstPhraseMs.delete(this.firstPhraseMs.keys().next().value!);
+    this.firstPhraseMs.set(turnId, ms);
   }
 }
 

@@ -81,6 +81,7 @@ export class VoiceSession {
   private readonly stt: SttProcessor;
   private readonly conversation: Conversation;
   private readonly tts: TtsProcessor;
+  private readonly aggregator = new SentenceAggregator();
   private readonly output: AudioOutput;
   private readonly timers: CallTimers;
   private readonly origin: number;
@@ -156,7 +157,7 @@ export class VoiceSession {
         new Tap('caller-tap', (f, d) => this.observeCaller(f, d)),
         this.conversation,
         new Tap('agent-tap', (f, d) => this.observeAgent(f, d)),
-        new SentenceAggregator(),
+        this.aggregator,
         this.tts,
         this.output,
       ],
@@ -341,6 +342,8 @@ export class VoiceSession {
     const retrievalMs = this.conversation.retrievalMs.get(turnId) ?? 0;
     const llmFirstTokenMs = this.conversation.llmFirstTokenMs.get(turnId) ?? 0;
     const ttsFirstByteMs = this.tts.firstByteMs.get(turnId) ?? 0;
+    const llmFirstPhraseMs = this.aggregator.firstPhraseMs.get(turnId) ?? 0;
+    this.aggregator.firstPhraseMs.delete(turnId);
     // Read once per turn: the maps must not grow over a long call.
     this.conversation.llmFirstTokenMs.delete(turnId);
     this.conversation.retrievalMs.delete(turnId);
@@ -352,9 +355,10 @@ export class VoiceSession {
       sttMs: Math.round(Math.max(0, user.sttFinalAt - user.speechEndAt)),
       retrievalMs: Math.round(retrievalMs),
       llmFirstTokenMs: Math.round(llmFirstTokenMs),
+      llmFirstPhraseMs: Math.round(llmFirstPhraseMs),
       ttsFirstByteMs: Math.round(ttsFirstByteMs),
       totalMs: Math.round(totalMs),
-      overheadMs: Math.round(Math.max(0, totalMs - endpointingMs - retrievalMs - llmFirstTokenMs - ttsFirstByteMs)),
+      overheadMs: Math.round(Math.max(0, totalMs - endpointingMs - retrievalMs - llmFirstTokenMs - llmFirstPhraseMs - ttsFirstByteMs)),
     };
     this.record.metrics.push(m);
     this.opts.onTurnMetrics?.(m);

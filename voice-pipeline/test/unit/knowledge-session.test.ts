@@ -76,7 +76,7 @@ describe('VoiceSession with a knowledge base', () => {
     expect(m!.retrievalMs).toBeGreaterThanOrEqual(150);
     expect(m!.retrievalMs).toBeLessThan(200);
     expect(m!.overheadMs).toBeLessThan(50);
-    expect(m!.totalMs).toBe(m!.endpointingMs + m!.retrievalMs + m!.llmFirstTokenMs + m!.ttsFirstByteMs + m!.overheadMs);
+    expect(m!.totalMs).toBe(m!.endpointingMs + m!.retrievalMs + m!.llmFirstTokenMs + m!.llmFirstPhraseMs + m!.ttsFirstByteMs + m!.overheadMs);
   });
 
   it('a retrieval timeout logs a warning and the turn is answered without knowledge', async () => {

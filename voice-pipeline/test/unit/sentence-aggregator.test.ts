@@ -25,6 +25,23 @@ describe('SentenceAggregator', () => {
     expect(h.kinds('down')).toEqual(['agent.turn-start', 'tts.sentence', 'tts.sentence']);
   });
 
+  it('measures per turn the time from the first LLM text to the first piece sent (firstPhraseMs)', () => {
+    const agg = new SentenceAggregator();
+    const h = new Harness(agg);
+    h.down(frames.llmText('t1', 'We', 100), frames.llmText('t1', ' are', 105), frames.llmText('t1', ' open', 110), frames.llmText('t1', ' every', 115), frames.llmText('t1', ' day', 120));
+    expect(agg.firstPhraseMs.has('t1')).toBe(false);
+    h.down(frames.llmText('t1', ' from', 125), frames.llmText('t1', ' eleven. ', 130));
+    expect(agg.firstPhraseMs.get('t1')).toBe(25);
+    // A reply shorter than a first piece is sent at llm.done.
+    h.down(frames.llmText('t2', 'Hi', 200), frames.llmDone('t2', 212));
+    expect(agg.firstPhraseMs.get('t2')).toBe(12);
+    // Scripted lines nobody reads do not pile up; an interrupt forgets them all.
+    for (let i = 0; i < 40; i++) h.down(frames.llmText(`s${i}`, 'Hello there.', 0), frames.llmDone(`s${i}`, 1));
+    expect(agg.firstPhraseMs.size).toBeLessThanOrEqual(16);
+    h.down({ kind: 'interrupt', cause: 'barge-in', at: 300, speechOnsetAt: 290 });
+    expect(agg.firstPhraseMs.size).toBe(0);
+  });
+
   it('does not end a sentence at an abbreviation or an initial', () => {
     expect(splitSentences('Dr. Smith and Mrs. Jones are in. Next ', { first: true }).sentences).toEqual(['Dr. Smith and Mrs. Jones are in.']);
     expect(splitSentences('Dr. Smith and Mrs. Jones are ', { first: true }).sentences).toEqual(['Dr. Smith and Mrs. Jones']);

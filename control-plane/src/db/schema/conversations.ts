@@ -36,6 +36,8 @@ export interface StoredTurnMetrics {
   /** Knowledge-base retrieval; absent in breakdowns stored before it existed (read as 0). */
   retrievalMs?: number;
   llmFirstTokenMs: number;
+  /** First token → first phrase to TTS; absent in breakdowns stored before it existed (read as 0, then part of overhead). */
+  llmFirstPhraseMs?: number;
   ttsFirstByteMs: number;
   overheadMs: number;
   totalMs: number;

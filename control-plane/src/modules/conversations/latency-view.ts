@@ -15,7 +15,7 @@ export function nearestRank(sorted: readonly number[], p: number): number | null
 /**
  * A conversation's latency view from its stored per-turn metrics: the turns in call order
  * and a summary over their `totalMs`. `slowestStage` is the additive slice (endpointing,
- * retrieval, LLM first token, TTS first byte, overhead) with the largest sum over the call; a tie goes to
+ * retrieval, LLM first token, LLM first phrase, TTS first byte, overhead) with the largest sum over the call; a tie goes to
  * the earlier stage in that order. `sttMs` is not a candidate: it runs inside endpointing.
  */
 export function latencyViewOf(conversationId: string, metrics: readonly StoredTurnMetrics[]): LatencyView {
@@ -25,6 +25,7 @@ export function latencyViewOf(conversationId: string, metrics: readonly StoredTu
     sttMs: m.sttMs,
     retrievalMs: m.retrievalMs ?? 0,
     llmFirstTokenMs: m.llmFirstTokenMs,
+    llmFirstPhraseMs: m.llmFirstPhraseMs ?? 0,
     ttsFirstByteMs: m.ttsFirstByteMs,
     overheadMs: m.overheadMs,
     totalMs: m.totalMs,

@@ -223,7 +223,7 @@ export const agentStatsSchema = z
 export type AgentStatsView = z.infer<typeof agentStatsSchema>;
 
 /** The slices of a reply's latency that add up to `totalMs`, as `slowestStage` names them. */
-export const LATENCY_STAGES = ['endpointing', 'retrieval', 'llmFirstToken', 'ttsFirstByte', 'overhead'] as const;
+export const LATENCY_STAGES = ['endpointing', 'retrieval', 'llmFirstToken', 'llmFirstPhrase', 'ttsFirstByte', 'overhead'] as const;
 
 /** `GET /conversations/{id}/latency`: where the time of each agent reply went (not in the spec). */
 export const latencySchema = z
@@ -237,8 +237,12 @@ export const latencySchema = z
           sttMs: z.number().int().describe("End of the caller's speech → final transcript (runs inside the endpointing wait)"),
           retrievalMs: z.number().int().describe("Turn decision → the agent's knowledge-base passages in hand (0 for agents without knowledgeBaseIds)"),
           llmFirstTokenMs: z.number().int().describe('LLM request → first token'),
+          llmFirstPhraseMs: z
+            .number()
+            .int()
+            .describe("LLM first token → the reply's first phrase complete and sent to TTS (the LLM's text pace; 0 in breakdowns stored before this field, where it is part of overheadMs)"),
           ttsFirstByteMs: z.number().int().describe('First sentence to TTS → first audio byte'),
-          overheadMs: z.number().int().describe('The rest: sentence aggregation, queues, the platform itself'),
+          overheadMs: z.number().int().describe('The rest: queues, pacing, transport, the platform itself'),
           totalMs: z.number().int().describe("End of the caller's speech → first agent audio sent to the carrier"),
         }),
       )
