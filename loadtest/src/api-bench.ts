@@ -1,6 +1,6 @@
 /**
  * `pnpm bench:api [-- --scenario get-by-id|create|mixed|all] [--duration <s>] [--warmup <s>]
- * [--connections <n>] [--rate <req/s>] [--results-dir <dir>]`: drives the control plane with
+ * [--connections <n>] [--rate <req/s>] [--results-dir <dir>] [--cpu-prof <dir>]`: drives the control plane with
  * autocannon and measures bare Fastify routes answering the same paths in the same run.
  *
  * - get-by-id, create: closed loop on `--connections`; the tracked figure is platform req/s ÷
@@ -26,6 +26,7 @@ import type { BenchConfig } from './config.js';
 import { runLoad } from './load-generator.js';
 import type { LoadSpec, RequestSpec } from './load-generator.js';
 import { machineInfo } from './machine-info.js';
+import { withCpuProfile } from './cpu-profile.js';
 import { buildReport, compare, figuresFrom, formatMixTable, formatTable, formatTargets, reportFileName } from './report.js';
 import type { Comparison, MixRequestFigures, OpenLoopSection, ScenarioFigures } from './report.js';
 import { runBounded } from './run-bounded.js';
@@ -72,7 +73,9 @@ function tagged(requests: RequestSpec[], tag: string): RequestSpec[] {
 async function measure(config: BenchConfig, scenario: string, kind: ScenarioFigures['target'], target: Target) {
   const shape = target.overallRate !== undefined ? `${target.overallRate} req/s over ${target.connections} connections in ${target.phases ?? 1} phases` : `${target.connections} connections`;
   progress(`${scenario} (${kind}): ${config.warmupSec > 0 ? `warm-up ${config.warmupSec} s, then ` : ''}measuring ${config.durationSec} s, ${shape}`);
-  const outcome = await runLoad({ ...target, requests: tagged(target.requests, kind), warmupSec: config.warmupSec, durationSec: config.durationSec });
+  const load = () => runLoad({ ...target, requests: tagged(target.requests, kind), warmupSec: config.warmupSec, durationSec: config.durationSec });
+  // Both servers run in this process, one at a time: each run is profiled on its own.
+  const outcome = await withCpuProfile(config.cpuProfDir, `${scenario}-${kind}`, load);
   return { figures: figuresFrom(scenario, kind, outcome.result, outcome.latency), byLabel: outcome.byLabel };
 }
 

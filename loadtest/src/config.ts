@@ -29,6 +29,8 @@ export interface BenchConfig {
   openLoop: { connections: number; phases: number };
   /** Where the JSON (and HTML) report goes (`--results-dir`); undefined: `loadtest/results/`. */
   resultsDir: string | undefined;
+  /** A V8 CPU profile of each measured run (platform and bare, see cpu-profile.ts) goes into this directory (`--cpu-prof <dir>`); undefined: none. */
+  cpuProfDir: string | undefined;
   /**
    * A Postgres server to create the bench database on (DATABASE_URL); unset means an
    * embedded Postgres in a temporary directory.
@@ -72,18 +74,18 @@ export function openLoopShape(rate: number): { connections: number; phases: numb
 
 /**
  * Reads the command line (`--scenario`, `--duration <s>`, `--warmup <s>`, `--connections <n>`,
- * `--rate <req/s>`, `--results-dir <dir>`) and the environment (BENCH_DURATION_SECONDS,
+ * `--rate <req/s>`, `--results-dir <dir>`, `--cpu-prof <dir>`) and the environment (BENCH_DURATION_SECONDS,
  * DATABASE_URL), listing every problem at once.
  */
 export function loadBenchConfig(argv: string[] = process.argv.slice(2), env: Record<string, string | undefined> = process.env): BenchConfig {
   // `pnpm bench:api -- --duration 5` may hand a bare `--` through; parseArgs would take it
   // as the end of options and ignore everything after it.
   const args = argv.filter((a) => a !== '--');
-  let values: { scenario?: string; duration?: string; warmup?: string; connections?: string; rate?: string; 'results-dir'?: string };
+  let values: { scenario?: string; duration?: string; warmup?: string; connections?: string; rate?: string; 'results-dir'?: string; 'cpu-prof'?: string };
   try {
     ({ values } = parseArgs({
       args,
-      options: { scenario: { type: 'string' }, duration: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' }, rate: { type: 'string' }, 'results-dir': { type: 'string' } },
+      options: { scenario: { type: 'string' }, duration: { type: 'string' }, warmup: { type: 'string' }, connections: { type: 'string' }, rate: { type: 'string' }, 'results-dir': { type: 'string' }, 'cpu-prof': { type: 'string' } },
       strict: true,
       allowPositionals: false,
     }));
@@ -102,7 +104,9 @@ export function loadBenchConfig(argv: string[] = process.argv.slice(2), env: Rec
   const serverDatabaseUrl = env.DATABASE_URL?.trim() || undefined;
   if (serverDatabaseUrl !== undefined && !URL.canParse(serverDatabaseUrl)) problems.push('DATABASE_URL: must be a postgres:// URL');
   if (problems.length > 0) throw new BenchConfigError(problems);
-  return Object.freeze({ scenario, durationSec, warmupSec, connections, ratePerSec, openLoop: openLoopShape(ratePerSec), resultsDir, serverDatabaseUrl });
+  const cpuProfDir = values['cpu-prof'];
+  if (cpuProfDir !== undefined && cpuProfDir.trim() === '') problems.push('--cpu-prof: must not be empty');
+  return Object.freeze({ scenario, durationSec, warmupSec, connections, ratePerSec, openLoop: openLoopShape(ratePerSec), resultsDir, serverDatabaseUrl, cpuProfDir });
 }
 
 /** What one run of the webhook benchmark does; parsed once at start (STYLE.md §7). */

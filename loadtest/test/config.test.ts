@@ -12,12 +12,13 @@ describe('loadBenchConfig', () => {
       openLoop: { connections: 200, phases: 40 },
       resultsDir: undefined,
       serverDatabaseUrl: undefined,
+      cpuProfDir: undefined,
     });
   });
 
-  it('reads --scenario, --rate, --warmup and --results-dir', () => {
-    const c = loadBenchConfig(['--scenario', 'mixed', '--rate', '100', '--warmup', '1', '--results-dir', '/tmp/x'], {});
-    expect(c).toMatchObject({ scenario: 'mixed', ratePerSec: 100, warmupSec: 1, resultsDir: '/tmp/x', openLoop: { connections: 20, phases: 20 } });
+  it('reads --scenario, --rate, --warmup, --results-dir and --cpu-prof', () => {
+    const c = loadBenchConfig(['--scenario', 'mixed', '--rate', '100', '--warmup', '1', '--results-dir', '/tmp/x', '--cpu-prof', '/tmp/prof'], {});
+    expect(c).toMatchObject({ scenario: 'mixed', ratePerSec: 100, warmupSec: 1, resultsDir: '/tmp/x', cpuProfDir: '/tmp/prof', openLoop: { connections: 20, phases: 20 } });
     expect(loadBenchConfig(['--warmup', '0'], {}).warmupSec).toBe(0);
     for (const s of ['get-by-id', 'create', 'all'] as const) expect(loadBenchConfig(['--scenario', s], {}).scenario).toBe(s);
   });
