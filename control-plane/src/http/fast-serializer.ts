@@ -94,10 +94,23 @@ export function compileShaper(schema: z.ZodType): Shaper | null {
 
 /**
  * A route-level `serializerCompiler`: schemas the shaper models are shaped and stringified;
- * the others (the problem responses, anything exotic) go through the zod serializer.
+ * the others (the problem responses, anything exotic) go through the zod serializer. A body
+ * that is a frozen object must be deeply frozen (never changes): its JSON is computed once per
+ * object and kept while the object lives.
  */
 export const trustedSerializerCompiler: typeof zodSerializerCompiler = (route) => {
   const shaper = compileShaper(route.schema as z.ZodType);
   if (!shaper) return zodSerializerCompiler(route);
-  return (data: unknown) => JSON.stringify(shaper(data));
+  // A frozen body is immutable by contract (its producer froze it all the way down, e.g. an
+  // unchanged agent's view): its JSON is the same every time, so it is kept by identity.
+  const frozenBodies = new WeakMap<object, string>();
+  return (data: unknown) => {
+    if (typeof data !== 'object' || data === null || !Object.isFrozen(data)) return JSON.stringify(shaper(data));
+    let json = frozenBodies.get(data);
+    if (json === undefined) {
+      json = JSON.stringify(shaper(data));
+      frozenBodies.set(data, json);
+    }
+    return json;
+  };
 };

@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-describe('AgentRepository.find (plain SQL)', () => {
+describe('AgentRepository.find (plain SQL, parsed once per stored text)', () => {
   it('maps every column as drizzle does, microsecond timestamps and a sealed key included', async () => {
     const created = await createAgentFor(t.app, tenant.key, { name: 'Mapped', tags: ['x', 'y'] });
     await call(t.app, tenant.key, 'POST', `/api/v1/agents/${created.id}/publish`, {});
@@ -33,6 +33,28 @@ describe('AgentRepository.find (plain SQL)', () => {
     expect(found!.updatedAt.getTime()).toBe(expected!.updatedAt.getTime());
     expect(found!.publishedVersion).toBe(1);
     expect(found!.tags).toEqual(['x', 'y']);
+  });
+
+  it('returns the same frozen row while the stored text is unchanged, and a fresh one after any write', async () => {
+    const created = await createAgentFor(t.app, tenant.key, { name: 'Memo' });
+    const repo = new AgentRepository(t.database.db);
+    const first = await repo.find(tenant.tenantId, created.id);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(Object.isFrozen(first!.config)).toBe(true);
+    expect(await repo.find(tenant.tenantId, created.id)).toBe(first);
+    // A write that bypasses the API and leaves version and updated_at alone is still seen.
+    await t.database.pool.query(`update agents set config = jsonb_set(config, '{persona,name}', '"Zoe"') where id = $1`, [created.id]);
+    const changed = await repo.find(tenant.tenantId, created.id);
+    expect(changed).not.toBe(first);
+    expect((changed!.config as { persona: { name: string } }).persona.name).toBe('Zoe');
+    const [expected] = await t.database.db.select().from(agents).where(eq(agents.id, created.id));
+    expect(changed).toEqual(expected);
+    // Through the API: a PATCH, then GET answers the new state (not a kept body).
+    await call(t.app, tenant.key, 'PATCH', `/api/v1/agents/${created.id}`, { name: 'Memo renamed' });
+    const got = await call(t.app, tenant.key, 'GET', `/api/v1/agents/${created.id}`);
+    expect(got.json()).toMatchObject({ name: 'Memo renamed', version: 2, persona: { name: 'Zoe' } });
+    await t.database.pool.query(`update agents set status = 'inactive' where id = $1`, [created.id]);
+    expect((await call(t.app, tenant.key, 'GET', `/api/v1/agents/${created.id}`)).json()).toMatchObject({ status: 'inactive', version: 2 });
   });
 
   it('is scoped by tenant and returns undefined for a missing agent', async () => {

@@ -55,6 +55,20 @@ const fullRow = {
 };
 
 describe('trustedSerializerCompiler', () => {
+  it('keeps the JSON of a frozen body and stringifies anything else on every call', () => {
+    const { zod, fast } = both(agentSchema);
+    const frozen = Object.freeze({ ...fullRow });
+    const json = fast(frozen);
+    expect(json).toBe(zod(frozen));
+    expect(fast(frozen)).toBe(json);
+    const open: Record<string, unknown> = { ...fullRow };
+    expect(fast(open)).toBe(json);
+    open.name = 'Renamed';
+    expect(JSON.parse(fast(open))).toMatchObject({ name: 'Renamed' });
+    // Another frozen object with other content gets its own JSON.
+    expect(JSON.parse(fast(Object.freeze({ ...fullRow, name: 'Other' })))).toMatchObject({ name: 'Other' });
+  });
+
   it('writes the same bytes as the zod serializer for agents old and new', () => {
     const { zod, fast } = both(agentSchema);
     for (const row of [oldRow, fullRow, { ...oldRow, description: undefined, llm: { ...required.llm, apiKeySet: undefined } }]) {

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, ilike, sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
-import type pg from 'pg';
+import pg from 'pg';
 import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -38,6 +38,40 @@ interface AgentSqlRow {
 }
 
 const toDate = (v: Date | string): Date => (v instanceof Date ? v : new Date(v));
+
+/** Type parsers that leave every column as the text Postgres sent (parsed by {@link parseRaw}). */
+const RAW_TEXT = { getTypeParser: () => (value: string) => value };
+
+/**
+ * Agents whose last parsed row {@link AgentRepository.find} keeps (a few KB each: the raw
+ * text, the row, and what callers memoize on it). A GET of an agent not among them parses.
+ */
+const PARSED_ROWS = 1_000;
+
+/** A raw row parsed with pg's own type parsers, exactly as a plain query would have. */
+function parseRaw(raw: Array<string | null>, fields: pg.FieldDef[]): AgentSqlRow {
+  const row: Record<string, unknown> = {};
+  for (let i = 0; i < fields.length; i++) {
+    const v = raw[i];
+    row[fields[i]!.name] = v === null || v === undefined ? null : pg.types.getTypeParser(fields[i]!.dataTypeID, 'text')(v);
+  }
+  return row as unknown as AgentSqlRow;
+}
+
+function sameText(a: Array<string | null>, b: Array<string | null>): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** Freezes `value` and everything reachable from it (plain objects, arrays, dates); returns it. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
 
 const AGENT_COLUMNS = 'id, tenant_id, name, status, version, published_version, tags, config, llm_api_key_encrypted, created_at, updated_at';
 
@@ -139,6 +173,8 @@ function knowledgeBaseIdsOf(write: AgentWrite): string[] {
 export class AgentRepository {
   /** The pool behind `db` (drizzle's node-postgres driver exposes it as `$client`). */
   private readonly pool: pg.Pool;
+  /** The last row {@link find} parsed per agent id, with the raw text it came from (LRU). */
+  private readonly parsed = new Map<string, { raw: Array<string | null>; row: AgentRow }>();
 
   constructor(private readonly db: Db) {
     this.pool = (db as Db & { $client: pg.Pool }).$client;
@@ -176,9 +212,29 @@ export class AgentRepository {
     }
   }
 
+  /**
+   * The agent as stored now (every call reads the row). The columns arrive as raw text; when
+   * they equal the text of the last row this repository parsed for the agent, that row (deep
+   * frozen) is returned again instead of parsing the JSON configuration, dates and tags anew,
+   * so callers can memoize what they derive from it by identity (the service's view, the
+   * serialized body). A changed column in any way, by any writer, parses afresh.
+   */
   async find(tenantId: string, id: string): Promise<AgentRow | undefined> {
-    const { rows } = await this.pool.query<AgentSqlRow>({ name: 'agents_by_id', text: FIND_BY_ID_SQL, values: [tenantId, id] });
-    return rows[0] && fromSql(rows[0]);
+    const res = await this.pool.query<Array<string | null>>({ name: 'agents_by_id_raw', text: FIND_BY_ID_SQL, values: [tenantId, id], rowMode: 'array', types: RAW_TEXT });
+    const raw = res.rows[0];
+    if (!raw) return undefined;
+    const known = this.parsed.get(id);
+    if (known && sameText(known.raw, raw)) {
+      // Most recently used last (Map keeps insertion order).
+      this.parsed.delete(id);
+      this.parsed.set(id, known);
+      return known.row;
+    }
+    const row = deepFreeze(fromSql(parseRaw(raw, res.fields)));
+    this.parsed.delete(id);
+    this.parsed.set(id, { raw, row });
+    if (this.parsed.size > PARSED_ROWS) this.parsed.delete(this.parsed.keys().next().value!);
+    return row;
   }
 
   async list(tenantId: string, q: ListAgentsQuery): Promise<{ rows: AgentRow[]; total: number }> {

@@ -39,6 +39,8 @@ export class AgentService {
   private readonly repo: AgentRepository;
   private readonly bus: Bus;
   private readonly secrets: SecretBox;
+  /** Views of frozen (unchanged, see `AgentRepository.find`) rows, by row identity. */
+  private readonly frozenViews = new WeakMap<AgentRow, AgentView>();
 
   constructor(deps: { repo: AgentRepository; bus: Bus; secrets: SecretBox }) {
     this.repo = deps.repo;
@@ -184,6 +186,20 @@ export class AgentService {
   }
 
   private view(row: AgentRow): AgentView {
+    // A frozen row is one the repository parsed before and returns again while the stored
+    // text is unchanged: its view is built once and frozen too, so the serializer can reuse
+    // its JSON (see trustedSerializerCompiler).
+    if (!Object.isFrozen(row)) return this.buildView(row);
+    let view = this.frozenViews.get(row);
+    if (!view) {
+      view = Object.freeze(this.buildView(row));
+      Object.freeze(view.llm);
+      this.frozenViews.set(row, view);
+    }
+    return view;
+  }
+
+  private buildView(row: AgentRow): AgentView {
     const config = row.config as unknown as AgentConfig;
     return {
       ...config,
