@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-describe('AgentRepository.find (plain SQL, parsed once per stored text)', () => {
+describe('AgentRepository.find (plain SQL, parsed once per stored text, concurrent reads shared)', () => {
   it('maps every column as drizzle does, microsecond timestamps and a sealed key included', async () => {
     const created = await createAgentFor(t.app, tenant.key, { name: 'Mapped', tags: ['x', 'y'] });
     await call(t.app, tenant.key, 'POST', `/api/v1/agents/${created.id}/publish`, {});
@@ -55,6 +55,25 @@ describe('AgentRepository.find (plain SQL, parsed once per stored text)', () => 
     expect(got.json()).toMatchObject({ name: 'Memo renamed', version: 2, persona: { name: 'Zoe' } });
     await t.database.pool.query(`update agents set status = 'inactive' where id = $1`, [created.id]);
     expect((await call(t.app, tenant.key, 'GET', `/api/v1/agents/${created.id}`)).json()).toMatchObject({ status: 'inactive', version: 2 });
+  });
+
+  it('shares reads between concurrent finds, yet never answers from before a PATCH that finished first', async () => {
+    const created = await createAgentFor(t.app, tenant.key, { name: 'Hot' });
+    const repo = new AgentRepository(t.database.db);
+    const rows = await Promise.all(Array.from({ length: 20 }, () => repo.find(tenant.tenantId, created.id)));
+    expect(new Set(rows).size).toBe(1);
+    let finished = 1; // the version of the last PATCH whose answer has arrived
+    const gets: Array<Promise<void>> = [];
+    for (let i = 1; i <= 5; i++) {
+      for (let j = 0; j < 10; j++) {
+        const floor = finished;
+        gets.push(call(t.app, tenant.key, 'GET', `/api/v1/agents/${created.id}`).then((r) => expect((r.json() as { version: number }).version).toBeGreaterThanOrEqual(floor)));
+      }
+      const patched = await call(t.app, tenant.key, 'PATCH', `/api/v1/agents/${created.id}`, { name: `Hot ${i}` });
+      finished = (patched.json() as { version: number }).version;
+    }
+    await Promise.all(gets);
+    expect((await call(t.app, tenant.key, 'GET', `/api/v1/agents/${created.id}`)).json()).toMatchObject({ name: 'Hot 5', version: 6 });
   });
 
   it('is scoped by tenant and returns undefined for a missing agent', async () => {

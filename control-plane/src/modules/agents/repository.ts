@@ -4,6 +4,7 @@ import pg from 'pg';
 import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
+import { ReadCoalescer } from '../../db/read-coalescer.js';
 import { agents } from '../../db/schema/agents.js';
 import { webhooks } from '../../db/schema/webhooks.js';
 import type { AgentStatus } from '../../db/schema/agents.js';
@@ -175,6 +176,8 @@ export class AgentRepository {
   private readonly pool: pg.Pool;
   /** The last row {@link find} parsed per agent id, with the raw text it came from (LRU). */
   private readonly parsed = new Map<string, { raw: Array<string | null>; row: AgentRow }>();
+  /** Finds in flight by tenant and agent id. */
+  private readonly finds = new ReadCoalescer<string, AgentRow | undefined>();
 
   constructor(private readonly db: Db) {
     this.pool = (db as Db & { $client: pg.Pool }).$client;
@@ -217,9 +220,15 @@ export class AgentRepository {
    * they equal the text of the last row this repository parsed for the agent, that row (deep
    * frozen) is returned again instead of parsing the JSON configuration, dates and tags anew,
    * so callers can memoize what they derive from it by identity (the service's view, the
-   * serialized body). A changed column in any way, by any writer, parses afresh.
+   * serialized body). A changed column in any way, by any writer, parses afresh. Concurrent
+   * finds of one agent share a round trip, but only one issued after they were called
+   * ({@link ReadCoalescer}), so a find never answers from before a write its caller saw.
    */
   async find(tenantId: string, id: string): Promise<AgentRow | undefined> {
+    return this.finds.read(`${tenantId}|${id}`, () => this.read(tenantId, id));
+  }
+
+  private async read(tenantId: string, id: string): Promise<AgentRow | undefined> {
     const res = await this.pool.query<Array<string | null>>({ name: 'agents_by_id_raw', text: FIND_BY_ID_SQL, values: [tenantId, id], rowMode: 'array', types: RAW_TEXT });
     const raw = res.rows[0];
     if (!raw) return undefined;
