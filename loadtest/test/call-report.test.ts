@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CallBenchReport, Measured, ProcessSample, TargetCheck, TargetRun } from '../src/calls/call-results.js';
 import { checkTargets, formatCallTable, renderCallReportHtml } from '../src/calls/call-report.js';
+import { withinShare } from '../src/calls/frame-gaps.js';
 import { markupProblems, occurrences } from './html-markup.js';
 
 /** A measured figure whose histogram holds `count` samples spread over its buckets. */
@@ -39,6 +40,7 @@ function gatewayRun(): TargetRun {
       jitter: measured(0.3, 1.2, 2.8, 11.5, [0.5, 1, 2, 3, 5, 10, 20], [800_000, 300_000, 90_000, 13_000, 940, 50, 10, 0]),
       lateFramesAtCallers: 0,
       lateFramesAtGateway: 0,
+      gapsAtGateway: { count: 1_000_000, within5Ms: 996_200 },
       utteranceBreakMs: 200,
     },
     process: {
@@ -192,6 +194,7 @@ describe('formatCallTable', () => {
     expect(out).toMatch(/LLM first phrase\s+1000\s+10\.0\s+20\.0\s+25\.0\s+30\.0/);
     expect(out).toMatch(/overhead \+ LLM first-phrase wait p50 \/ p99 \(informational\)\s+-\s+14 \/ 46 ms\s+-$/m);
     expect(out).toMatch(/relay\s+1204000\s+0\s+-\s+2\.80/);
+    expect(out).toMatch(/gateway\s+\d+\s+0\s+0\s+2\.80\s+[\d.]+\s+99\.62 % of 1000000/);
     expect(out).toMatch(/CPU ms per call-second\s+5\.200\s+3\.000/);
     expect(out).toMatch(/barge-in reaction p95\s+<= 150 ms\s+138\.0 ms\s+PASS/);
     expect(out).toMatch(/implied capacity .*231 calls\s+-$/m);
@@ -302,5 +305,13 @@ describe('renderCallReportHtml', () => {
     expect(markupProblems(html)).toEqual([]);
     expect(occurrences(html, '<svg')).toBe(11);
     expect(html).toContain('The bare relay did not run in this report');
+  });
+});
+
+describe('withinShare', () => {
+  it("gives the share of the gateway pacer's gaps within 20 ± 5 ms, or '-' without any", () => {
+    expect(withinShare({ count: 200, within5Ms: 199 })).toBe('99.50 % of 200');
+    expect(withinShare({ count: 0, within5Ms: 0 })).toBe('-');
+    expect(withinShare(null)).toBe('-');
   });
 });

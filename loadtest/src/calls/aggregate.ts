@@ -37,6 +37,8 @@ export interface TargetInput {
   steadyLoopDelay: LoopDelaySummary;
   /** The gateway pacer's own late-frame count over the run; null for the relay. */
   lateFramesAtGateway: number | null;
+  /** The gateway pacer's own gaps over the run (`vap_outbound_frame_gap_seconds`); null for the relay. */
+  gapsAtGateway?: { count: number; within5Ms: number } | null;
   window: RunWindow;
   utteranceBreakMs: number;
   generator: GeneratorFigures[];
@@ -169,6 +171,7 @@ export function targetRun(input: TargetInput): TargetRun {
       jitter: measuredOf(jitterOf(records.flatMap((r) => r.steadyFrameGapsMs)), HISTOGRAM_BOUNDS_MS.jitter),
       lateFramesAtCallers: lateGaps(gaps),
       lateFramesAtGateway: input.lateFramesAtGateway,
+      gapsAtGateway: input.gapsAtGateway ?? null,
       utteranceBreakMs: input.utteranceBreakMs,
     },
     process: processFigures(input),

@@ -61,12 +61,19 @@ function track<C extends { kill(): Promise<void> }>(started: Started, child: C):
   return child;
 }
 
-async function scrape(url: string | null): Promise<{ lateFrames: number; activeCalls: number } | null> {
+async function scrape(url: string | null): Promise<{ lateFrames: number; activeCalls: number; gaps: number; gapsWithin5Ms: number } | null> {
   if (!url) return null;
   const res = await fetch(url);
   if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}`);
   const m = parsePrometheusText(await res.text());
-  return { lateFrames: m.value('vap_outbound_late_frames_total'), activeCalls: m.value('vap_active_calls') };
+  // The pacer's own gaps (audio waiting) in fixed buckets: (15, 25] ms is |gap - 20| <= 5.
+  const bucket = (le: string) => m.value('vap_outbound_frame_gap_seconds_bucket', { le });
+  return {
+    lateFrames: m.value('vap_outbound_late_frames_total'),
+    activeCalls: m.value('vap_active_calls'),
+    gaps: m.value('vap_outbound_frame_gap_seconds_count'),
+    gapsWithin5Ms: bucket('0.025') - bucket('0.015'),
+  };
 }
 
 async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[] }> {
@@ -155,6 +162,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     samples,
     steadyLoopDelay: stopped.steadyLoopDelay,
     lateFramesAtGateway: before && after ? after.lateFrames - before.lateFrames : null,
+    gapsAtGateway: before && after ? { count: after.gaps - before.gaps, within5Ms: after.gapsWithin5Ms - before.gapsWithin5Ms } : null,
     window: { startAt, rampEndAt, steadyEndAt, finishedAt },
     utteranceBreakMs: UTTERANCE_BREAK_MS,
     generator,

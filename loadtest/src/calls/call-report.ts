@@ -6,6 +6,7 @@ import { callReportSections } from '../html/call-sections.js';
 import { htmlPage } from '../html/charts.js';
 import { fixed, textTable } from '../report.js';
 import type { CallBenchReport, Distribution, TargetCheck, TargetRun } from './call-results.js';
+import { withinShare } from './frame-gaps.js';
 
 /** The issue's limits (issue 5, "Targets"), in the units their names say. */
 export const CALL_TARGETS = {
@@ -144,10 +145,10 @@ export function formatCallTable(report: CallBenchReport): string {
   }
   parts.push(
     textTable(
-      ['pacing', 'frames', 'late at callers', 'late at gateway', 'jitter p99 ms', 'gap max ms'],
+      ['pacing', 'frames', 'late at callers', 'late at gateway', 'jitter p99 ms', 'gap max ms', 'gaps at gateway within 20±5 ms'],
       runs(report).map((run) => {
         const p = run.framePacing;
-        return [run.target, String(p.frames), String(p.lateFramesAtCallers), p.lateFramesAtGateway === null ? '-' : String(p.lateFramesAtGateway), fixed(p.jitter.p99, 2), fixed(p.gaps.max, 1)];
+        return [run.target, String(p.frames), String(p.lateFramesAtCallers), p.lateFramesAtGateway === null ? '-' : String(p.lateFramesAtGateway), fixed(p.jitter.p99, 2), fixed(p.gaps.max, 1), withinShare(p.gapsAtGateway)];
       }),
     ),
   );

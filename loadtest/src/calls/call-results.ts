@@ -95,6 +95,12 @@ export interface FramePacing {
   lateFramesAtCallers: number;
   /** `vap_outbound_late_frames_total` of the gateway (its pacer's own view); null for the relay. */
   lateFramesAtGateway: number | null;
+  /**
+   * The gaps the gateway's pacer measured as it wrote (audio waiting), before the network and
+   * the callers' own event loops add theirs: how many, and how many within 20 ± 5 ms (the
+   * jitter target holds at the gateway when that is >= 99 %). Null for the relay.
+   */
+  gapsAtGateway: { count: number; within5Ms: number } | null;
   utteranceBreakMs: number;
 }
 

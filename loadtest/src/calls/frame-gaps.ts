@@ -3,6 +3,7 @@
  * of calls, and caller speech without its padding.
  */
 import { mulawDecode } from '@vap/voice-pipeline';
+import { fixed } from '../report.js';
 
 /** Nominal spacing of 20 ms μ-law frames, ms. */
 export const FRAME_MS = 20;
@@ -106,4 +107,10 @@ export function speechOnly(mulaw: Uint8Array): Uint8Array {
   let last = frames - 1;
   while (last >= first && silent(last)) last--;
   return last < first ? mulaw : mulaw.subarray(first * FRAME_BYTES, Math.min(mulaw.byteLength, (last + 1) * FRAME_BYTES));
+}
+
+/** "99.62 % of 120000" for the gateway pacer's own gaps within 20 ± 5 ms; "-" without them. */
+export function withinShare(g: { count: number; within5Ms: number } | null | undefined): string {
+  if (!g || g.count <= 0) return '-';
+  return `${fixed((g.within5Ms / g.count) * 100, 2)} % of ${g.count}`;
 }

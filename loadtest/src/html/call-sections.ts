@@ -3,7 +3,7 @@
  * `calls/call-report.ts`), each built from the inline SVG charts.
  */
 import type { CallBenchReport, Distribution, Measured, TargetCheck, TargetRun } from '../calls/call-results.js';
-import { DESIGNED_LEAD_GAPS } from '../calls/frame-gaps.js';
+import { DESIGNED_LEAD_GAPS, withinShare } from '../calls/frame-gaps.js';
 import { fixed } from '../report.js';
 import { barCompareSvg, escapeHtml, histogramSvg, htmlTable, lineChartSvg, stackedBarsSvg } from './charts.js';
 import type { Cell, PageSection, TargetLine } from './charts.js';
@@ -132,7 +132,7 @@ function pacing(report: CallBenchReport): PageSection {
     html: [
       charts(...figures),
       htmlTable(DIST_HEADERS, rows),
-      para(`Late frames reported by the gateway's own pacer: ${gw === null ? '-' : gw}. A gap over ${report.gateway.framePacing.utteranceBreakMs} ms starts a new utterance and is not counted.`, 'muted'),
+      para(`Late frames reported by the gateway's own pacer: ${gw === null ? '-' : gw}. Gaps the pacer measured as it wrote them (before the network and the callers' event loops): ${withinShare(report.gateway.framePacing.gapsAtGateway)} within 20 ± 5 ms. A gap over ${report.gateway.framePacing.utteranceBreakMs} ms starts a new utterance and is not counted.`, 'muted'),
     ].join('\n'),
   };
 }
