@@ -195,11 +195,17 @@ function heardPrefix(p: Playback, playedMs: number): string {
   if (p.chars.length > 0) {
     let n = 0;
     while (n < p.chars.length && p.charStartMs[n]! < playedMs) n++;
-    return cutAtWord(p.chars.slice(0, n).join(''), p.chars.join(''));
+    // Pieces of a turn are synthesised one by one, each with the spaces it was sent with, so
+    // their alignments may join with two spaces (or none at the start): runs collapse to one.
+    return cutAtWord(collapseSpaces(p.chars.slice(0, n).join('')), collapseSpaces(p.chars.join('')));
   }
   // No alignment from the provider: estimate by the share of audio played.
   const share = p.sentMs > 0 ? Math.min(1, playedMs / p.sentMs) : 0;
   return cutAtWord(p.text.slice(0, Math.floor(p.text.length * share)), p.text);
+}
+
+function collapseSpaces(text: string): string {
+  return text.replace(/\s+/g, ' ').replace(/^ /, '');
 }
 
 /** `prefix` trimmed back to whole words of `full` (a half-heard word is not heard). */

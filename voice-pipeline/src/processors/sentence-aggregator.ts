@@ -15,11 +15,13 @@ const CLAUSE_CHARS = 80;
  * the join is not heard as a new sentence. Measured with `pnpm bench:calls` (#5): the LLM
  * streams a word every few ms, and waiting for a reply's first full stop or long clause
  * (14 words into the bench's long answer) was the largest part of the time between the
- * first token and the first audio. Later pieces keep whole sentences (or
+ * first token and the first audio. Eight words (about 1.5 s of speech) let most short
+ * sentences end on their own ("We are open from nine to five.") while a long run-on still
+ * starts early. Later pieces keep whole sentences (or
  * {@link CLAUSE_CHARS}), so the prosody of the rest is not chopped up.
  */
 const FIRST_PIECE_MIN_CHARS = 4;
-const FIRST_PIECE_WORDS = 5;
+const FIRST_PIECE_WORDS = 8;
 const FIRST_WORDS_RE = new RegExp(`^\\s*(?:\\S+\\s+){${FIRST_PIECE_WORDS}}`);
 /**
  * Words after which a full stop does not end a sentence ("Dr. Smith", "No. 5", "e.g. this").

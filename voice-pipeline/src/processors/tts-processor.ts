@@ -62,7 +62,8 @@ export class TtsProcessor extends Processor {
         if (!turn) return;
         turn.sentences.push(frame.text);
         if (!this.firstSentenceAt.has(turn.id)) this.firstSentenceAt.set(turn.id, this.opts.clock());
-        this.push({ kind: 'usage', usage: { ttsCharacters: frame.text.length }, at: frame.at }, 'up');
+        // The turn's text as spoken, pieces joined by one space: the count does not depend on where the aggregator cut.
+        this.push({ kind: 'usage', usage: { ttsCharacters: frame.text.length + (turn.sentences.length > 1 ? 1 : 0) }, at: frame.at }, 'up');
         this.emit(turn, frame);
         if (turn.stream) {
           turn.stream.sendText(`${frame.text} `);

@@ -93,6 +93,19 @@ describe('AudioOutput', () => {
     ]);
   });
 
+  it('joins the alignments of pieces synthesised one by one with single spaces in the heard text', () => {
+    const { transport, h, setNow } = setup();
+    h.down(frames.turnStart('t1'), frames.sentence('t1', 'I am sorry,'), frames.sentence('t1', 'I am having trouble.'));
+    // Each piece went to TTS with a trailing space, and the provider aligned it with a leading one too.
+    h.down(frames.ttsAudio('t1', ...speech('I am sorry, ', 20)), frames.ttsAudio('t1', ...speech(' I am having trouble. ', 20)));
+    transport.echo('t1:500');
+    setNow(900);
+    h.reset().down(frames.interrupt(900, 'barge-in', 850));
+    const [spoken] = h.upOf('agent.spoken');
+    expect(spoken!.heardText).toBe('I am sorry, I am having');
+    expect('I am sorry, I am having trouble.'.startsWith(spoken!.heardText)).toBe(true);
+  });
+
   it('on interrupt without alignment estimates the heard words in proportion to the audio played', () => {
     const { transport, h } = setup();
     h.down(frames.turnStart('t1'), frames.sentence('t1', 'one two three four five six seven eight'), frames.ttsAudio('t1', mulawMs(400)));

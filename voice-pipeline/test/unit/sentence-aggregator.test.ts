@@ -31,7 +31,7 @@ describe('SentenceAggregator', () => {
     h.down(frames.llmText('t1', 'We', 100), frames.llmText('t1', ' are', 105), frames.llmText('t1', ' open', 110), frames.llmText('t1', ' every', 115), frames.llmText('t1', ' day', 120));
     expect(agg.firstPhraseMs.has('t1')).toBe(false);
     h.down(frames.llmText('t1', ' from', 125), frames.llmText('t1', ' eleven. ', 130));
-    expect(agg.firstPhraseMs.get('t1')).toBe(25);
+    expect(agg.firstPhraseMs.get('t1')).toBe(30);
     // A reply shorter than a first piece is sent at llm.done.
     h.down(frames.llmText('t2', 'Hi', 200), frames.llmDone('t2', 212));
     expect(agg.firstPhraseMs.get('t2')).toBe(12);
@@ -44,7 +44,7 @@ describe('SentenceAggregator', () => {
 
   it('does not end a sentence at an abbreviation or an initial', () => {
     expect(splitSentences('Dr. Smith and Mrs. Jones are in. Next ', { first: true }).sentences).toEqual(['Dr. Smith and Mrs. Jones are in.']);
-    expect(splitSentences('Dr. Smith and Mrs. Jones are ', { first: true }).sentences).toEqual(['Dr. Smith and Mrs. Jones']);
+    expect(splitSentences('Dr. Smith and Mrs. Jones are in room ', { first: true }).sentences).toEqual(['Dr. Smith and Mrs. Jones are in room']);
     expect(splitSentences('Please see Dr. Smith, Prof. J. Watson and St. Mary in room No. 5 today. Then ').sentences).toEqual(['Please see Dr. Smith, Prof. J. Watson and St. Mary in room No. 5 today.']);
     expect(splitSentences('Of course. What time? ', { first: true })).toEqual({ sentences: ['Of course.'], rest: 'What time? ' });
   });
@@ -70,7 +70,7 @@ describe('SentenceAggregator', () => {
     expect(splitSentences('Yes, of course, ').sentences).toEqual([]);
   });
 
-  it('cuts the first piece of a reply after five words when no boundary came, later pieces only at sentences or long clauses', () => {
+  it('cuts the first piece of a reply after eight words when no boundary came, later pieces only at sentences or long clauses', () => {
     const h = new Harness(new SentenceAggregator());
     const words = 'We are open every day from eleven in the morning until ten at night, except on Mondays when we open at five, and on holidays we keep Sunday hours. Lunch is served, too. '.split(/(?= )/);
     let cutAt = -1;
@@ -78,15 +78,16 @@ describe('SentenceAggregator', () => {
       h.down(frames.llmText('t1', w));
       if (cutAt < 0 && sentences(h).length > 0) cutAt = i;
     });
-    // The fifth word is complete when the sixth begins; not at the comma 14 words in.
-    expect(words[cutAt]).toBe(' from');
+    // The eighth word is complete when the ninth begins; not at the comma 14 words in.
+    expect(words[cutAt]).toBe(' the');
     expect(sentences(h)).toEqual([
-      ['t1', 'We are open every day'],
-      // Past 80 characters a clause is cut at its comma.
-      ['t1', 'from eleven in the morning until ten at night, except on Mondays when we open at five,'],
-      ['t1', 'and on holidays we keep Sunday hours.'],
+      ['t1', 'We are open every day from eleven in'],
+      // Later pieces: whole sentences, or clauses past 80 characters.
+      ['t1', 'the morning until ten at night, except on Mondays when we open at five, and on holidays we keep Sunday hours.'],
       ['t1', 'Lunch is served, too.'],
     ]);
+    // A short sentence ends on its own before eight words.
+    expect(splitSentences('We are open from nine to five. See ', { first: true }).sentences).toEqual(['We are open from nine to five.']);
     // Each turn has its own first piece; a short opening clause or sentence is one.
     h.reset().down(frames.llmText('t2', 'Yes, of course, '), frames.llmText('t3', 'Hi! Certainly, the terrace is open, '));
     expect(sentences(h)).toEqual([
@@ -95,8 +96,8 @@ describe('SentenceAggregator', () => {
     ]);
     expect(splitSentences('Certainly, the terrace is open, ').sentences).toEqual([]);
     expect(splitSentences('Certainly, the terrace is open, ', { first: true }).sentences).toEqual(['Certainly,']);
-    // Fewer than five words and no boundary: wait.
-    expect(splitSentences('We are open every', { first: true })).toEqual({ sentences: [], rest: 'We are open every' });
+    // Fewer than eight words and no boundary: wait.
+    expect(splitSentences('We are open every day from eleven ', { first: true })).toEqual({ sentences: [], rest: 'We are open every day from eleven ' });
   });
 
   it('flushes the rest on llm.done, before passing llm.done on', () => {

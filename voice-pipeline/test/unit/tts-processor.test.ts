@@ -42,8 +42,9 @@ describe('TtsProcessor', () => {
     await settle();
     expect(h.kinds('down')).toEqual(['agent.turn-start', 'tts.sentence', 'tts.sentence', 'tts.audio', 'tts.audio', 'tts.done']);
     expect(h.downOf('tts.audio')[0]).toMatchObject({ turnId: 't1', mulaw: chunk, alignment: null, at: 180 });
-    // Characters are billed as sentences go to the provider; first byte measured from the first sentence.
-    expect(h.upOf('usage').map((f) => f.usage.ttsCharacters)).toEqual([12, 15]);
+    // Characters are counted as sentences go to the provider, as the turn's text joined by single
+    // spaces ('Hello there. How can I help?'); first byte measured from the first sentence.
+    expect(h.upOf('usage').map((f) => f.usage.ttsCharacters)).toEqual([12, 16]);
     expect(processor.firstByteMs.get('t1')).toBe(80);
   });
 
