@@ -103,9 +103,9 @@ export function loadBenchConfig(argv: string[] = process.argv.slice(2), env: Rec
   if (resultsDir !== undefined && resultsDir.trim() === '') problems.push('--results-dir: must not be empty');
   const serverDatabaseUrl = env.DATABASE_URL?.trim() || undefined;
   if (serverDatabaseUrl !== undefined && !URL.canParse(serverDatabaseUrl)) problems.push('DATABASE_URL: must be a postgres:// URL');
-  if (problems.length > 0) throw new BenchConfigError(problems);
   const cpuProfDir = values['cpu-prof'];
   if (cpuProfDir !== undefined && cpuProfDir.trim() === '') problems.push('--cpu-prof: must not be empty');
+  if (problems.length > 0) throw new BenchConfigError(problems);
   return Object.freeze({ scenario, durationSec, warmupSec, connections, ratePerSec, openLoop: openLoopShape(ratePerSec), resultsDir, serverDatabaseUrl, cpuProfDir });
 }
 

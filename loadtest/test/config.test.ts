@@ -36,7 +36,7 @@ describe('loadBenchConfig', () => {
   it('lists every bad setting at once', () => {
     let error: unknown;
     try {
-      loadBenchConfig(['--duration', '0', '--connections', 'many'], { DATABASE_URL: 'not a url' });
+      loadBenchConfig(['--duration', '0', '--connections', 'many', '--cpu-prof', ' '], { DATABASE_URL: 'not a url' });
     } catch (err) {
       error = err;
     }
@@ -45,6 +45,7 @@ describe('loadBenchConfig', () => {
       '--duration: must be an integer from 1 to 300 (got "0")',
       '--connections: must be an integer from 1 to 1000 (got "many")',
       'DATABASE_URL: must be a postgres:// URL',
+      '--cpu-prof: must not be empty',
     ]);
   });
 

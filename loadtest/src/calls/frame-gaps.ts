@@ -16,12 +16,7 @@ export const LATE_GAP_MS = 40;
  * was speaking, or a barge-in cleared the audio) and is left out.
  */
 export function utteranceGaps(arrivals: ArrayLike<number>, breakMs: number): number[] {
-  const gaps: number[] = [];
-  for (let i = 1; i < arrivals.length; i++) {
-    const gap = arrivals[i]! - arrivals[i - 1]!;
-    if (gap <= breakMs) gaps.push(gap);
-  }
-  return gaps;
+  return steadyGaps(arrivals, breakMs, 0);
 }
 
 /**

@@ -103,7 +103,7 @@ export function splitSentences(text: string, opts: { first?: boolean } = {}): { 
     const first = opts.first === true && sentences.length === 0;
     const minChars = first ? FIRST_PIECE_MIN_CHARS : isClause ? CLAUSE_CHARS : MIN_SENTENCE_CHARS;
     if (candidate.length < minChars) continue;
-    if (m[0].startsWith('.') && m[0].trim() === '.' && endsWithAbbreviation(text, m.index)) continue;
+    if (m[0].trim() === '.' && endsWithAbbreviation(text, m.index)) continue;
     sentences.push(candidate);
     start = end;
   }
