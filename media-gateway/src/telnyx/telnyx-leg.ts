@@ -11,6 +11,7 @@ import type { OutboundPacer } from '../twilio/pacer.js';
 import { decodeMediaPayload } from '../twilio/serializer.js';
 import { ChunkReorderer } from './chunk-reorderer.js';
 import { parseTelnyxMessage, telnyxClearMessage, telnyxMarkMessage, telnyxMediaMessage } from './serializer.js';
+import { telnyxDtmfDigit } from './wire.js';
 import type { TelnyxInbound, TelnyxStart } from './wire.js';
 
 /** What the media-stream server hands a new leg. */
@@ -108,9 +109,11 @@ export class TelnyxLeg extends PacedCallLeg implements CallLeg {
       case 'media':
         if (msg.media.track === 'inbound') this.reorder.push(msg.media.chunk, msg.media.payload);
         return;
-      case 'dtmf':
-        this.deliverDtmf((msg.dtmf ?? msg.payload)!.digit);
+      case 'dtmf': {
+        const digit = telnyxDtmfDigit(msg);
+        if (digit !== undefined) this.deliverDtmf(digit);
         return;
+      }
       case 'mark':
         this.deliverMarkEcho(msg.mark.name);
         return;

@@ -59,15 +59,22 @@ export const telnyxInboundMediaSchema = z.looseObject({
   }),
 });
 
-const dtmfDigit = z.looseObject({ digit: z.string().regex(/^[0-9*#A-D]$/) });
+const dtmfDigitString = z.string().regex(/^[0-9*#A-D]$/);
+const dtmfDigit = z.looseObject({ digit: dtmfDigitString });
 
 /**
  * A key press. The inner shape is unconfirmed (§2.1): the digit is read from `dtmf.digit` as
- * documented, or from `payload.digit` (the shape of Telnyx's other event bodies).
+ * documented, else from `payload.digit` (the shape of Telnyx's other event bodies). `payload`
+ * may also be a wrapper without a digit: a valid `dtmf.digit` is enough ({@link telnyxDtmfDigit}).
  */
 export const telnyxDtmfSchema = z
-  .looseObject({ event: z.literal('dtmf'), stream_id: z.string().optional(), dtmf: dtmfDigit.optional(), payload: dtmfDigit.optional() })
-  .refine((m) => m.dtmf !== undefined || m.payload !== undefined, { message: 'a digit is required', path: ['dtmf', 'digit'] });
+  .looseObject({ event: z.literal('dtmf'), stream_id: z.string().optional(), dtmf: dtmfDigit.optional(), payload: z.looseObject({ digit: z.unknown().optional() }).optional() })
+  .refine((m) => telnyxDtmfDigit(m) !== undefined, { message: 'a digit is required', path: ['dtmf', 'digit'] });
+
+/** The key of a `dtmf` message: `dtmf.digit`, else a valid `payload.digit`. */
+export function telnyxDtmfDigit(m: { dtmf?: { digit: string } | undefined; payload?: { digit?: unknown } | undefined }): string | undefined {
+  return m.dtmf?.digit ?? dtmfDigitString.safeParse(m.payload?.digit).data;
+}
 
 /** Echo of a mark we sent: played, or returned by a `clear`. */
 export const telnyxInboundMarkSchema = z.looseObject({ event: z.literal('mark'), stream_id: z.string().optional(), mark: z.looseObject({ name: z.string() }) });

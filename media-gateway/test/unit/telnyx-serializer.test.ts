@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isSupportedTelnyxFormat, parseTelnyxGatewayMessage, parseTelnyxMessage, telnyxClearMessage, telnyxMarkMessage, telnyxMediaMessage, telnyxStartMessage } from '../../src/telnyx/serializer.js';
 import { telnyxLegParameters } from '../../src/telnyx/telnyx-leg.js';
+import { telnyxDtmfDigit } from '../../src/telnyx/wire.js';
 
 // The reference's `start` frame (reference/telephony-telnyx.md §2.1), verbatim.
 const REFERENCE_START = {
@@ -43,6 +44,18 @@ describe('Telnyx serializer', () => {
     expect(msg?.event === 'start' && msg.start.custom_parameters).toEqual({ agentId: 'agt_2' });
     const media = parseTelnyxMessage(JSON.stringify({ event: 'media', media: { chunk: 2, timestamp: 5, payload: 'fn5+' } }));
     expect(media).toMatchObject({ event: 'media', media: { track: 'inbound', chunk: '2', timestamp: '5', payload: 'fn5+' } });
+  });
+
+  it('reads the key of a dtmf from dtmf.digit, else from payload.digit, and keeps dtmf.digit beside a payload wrapper without one', () => {
+    const digitOf = (m: object) => {
+      const msg = parseTelnyxMessage(JSON.stringify({ event: 'dtmf', stream_id: 's', ...m }));
+      return msg?.event === 'dtmf' ? telnyxDtmfDigit(msg) : null;
+    };
+    expect(digitOf({ dtmf: { digit: '7' } })).toBe('7');
+    expect(digitOf({ payload: { digit: '#' } })).toBe('#');
+    expect(digitOf({ dtmf: { digit: '3' }, payload: { occurred_at: '2024-06-01T12:00:03.120Z' } })).toBe('3');
+    expect(digitOf({ payload: { digit: '55' } })).toBeNull();
+    expect(digitOf({ payload: {} })).toBeNull();
   });
 
   it('names why a frame is rejected, and ignores unknown events', () => {
