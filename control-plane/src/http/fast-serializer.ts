@@ -95,17 +95,27 @@ export function compileShaper(schema: z.ZodType): Shaper | null {
 /**
  * A route-level `serializerCompiler`: schemas the shaper models are shaped and stringified;
  * the others (the problem responses, anything exotic) go through the zod serializer. A body
- * that is a frozen object must be deeply frozen (never changes): its JSON is computed once per
- * object and kept while the object lives.
+ * marked with {@link immutableBody} has its JSON computed once per object and kept while the
+ * object lives.
  */
+const immutableBodies = new WeakSet<object>();
+
+/**
+ * Marks a response body that never changes (its producer froze it all the way down, e.g. an
+ * unchanged agent's view): the trusted serializer keeps its JSON by identity. An explicit mark,
+ * not `Object.isFrozen`: a shallowly frozen object elsewhere must not have stale JSON reused.
+ */
+export function immutableBody<T extends object>(body: T): T {
+  immutableBodies.add(body);
+  return body;
+}
+
 export const trustedSerializerCompiler: typeof zodSerializerCompiler = (route) => {
   const shaper = compileShaper(route.schema as z.ZodType);
   if (!shaper) return zodSerializerCompiler(route);
-  // A frozen body is immutable by contract (its producer froze it all the way down, e.g. an
-  // unchanged agent's view): its JSON is the same every time, so it is kept by identity.
   const frozenBodies = new WeakMap<object, string>();
   return (data: unknown) => {
-    if (typeof data !== 'object' || data === null || !Object.isFrozen(data)) return JSON.stringify(shaper(data));
+    if (typeof data !== 'object' || data === null || !immutableBodies.has(data)) return JSON.stringify(shaper(data));
     let json = frozenBodies.get(data);
     if (json === undefined) {
       json = JSON.stringify(shaper(data));

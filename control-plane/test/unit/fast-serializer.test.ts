@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { newId } from '@vap/shared';
 import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { compileShaper, trustedSerializerCompiler } from '../../src/http/fast-serializer.js';
+import { compileShaper, immutableBody, trustedSerializerCompiler } from '../../src/http/fast-serializer.js';
 import { pageSchema } from '../../src/http/pagination.js';
 import { problemSchema } from '../../src/http/problem.js';
 import { agentSchema } from '../../src/modules/agents/schemas.js';
@@ -55,9 +55,9 @@ const fullRow = {
 };
 
 describe('trustedSerializerCompiler', () => {
-  it('keeps the JSON of a frozen body and stringifies anything else on every call', () => {
+  it('keeps the JSON of a body marked immutable and stringifies anything else on every call', () => {
     const { zod, fast } = both(agentSchema);
-    const frozen = Object.freeze({ ...fullRow });
+    const frozen = immutableBody(Object.freeze({ ...fullRow }));
     const json = fast(frozen);
     expect(json).toBe(zod(frozen));
     expect(fast(frozen)).toBe(json);
@@ -65,8 +65,13 @@ describe('trustedSerializerCompiler', () => {
     expect(fast(open)).toBe(json);
     open.name = 'Renamed';
     expect(JSON.parse(fast(open))).toMatchObject({ name: 'Renamed' });
-    // Another frozen object with other content gets its own JSON.
-    expect(JSON.parse(fast(Object.freeze({ ...fullRow, name: 'Other' })))).toMatchObject({ name: 'Other' });
+    // Another marked object with other content gets its own JSON.
+    expect(JSON.parse(fast(immutableBody(Object.freeze({ ...fullRow, name: 'Other' }))))).toMatchObject({ name: 'Other' });
+    // Frozen but not marked (only its top level may be frozen): serialized on every call.
+    const shallow = Object.freeze({ ...fullRow, tags: ['a'] });
+    expect(JSON.parse(fast(shallow)).tags).toEqual(['a']);
+    shallow.tags.push('b');
+    expect(JSON.parse(fast(shallow)).tags).toEqual(['a', 'b']);
   });
 
   it('writes the same bytes as the zod serializer for agents old and new', () => {

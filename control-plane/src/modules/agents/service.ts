@@ -1,5 +1,6 @@
 import { AppError, SUBJECTS, newId } from '@vap/shared';
 import type { Bus, Payload } from '@vap/shared';
+import { immutableBody } from '../../http/fast-serializer.js';
 import { toPage } from '../../http/pagination.js';
 import { toFieldErrors } from '../../http/validation.js';
 import type { SecretBox } from '../../secret-box.js';
@@ -192,7 +193,7 @@ export class AgentService {
     if (!Object.isFrozen(row)) return this.buildView(row);
     let view = this.frozenViews.get(row);
     if (!view) {
-      view = Object.freeze(this.buildView(row));
+      view = immutableBody(Object.freeze(this.buildView(row)));
       Object.freeze(view.llm);
       this.frozenViews.set(row, view);
     }
