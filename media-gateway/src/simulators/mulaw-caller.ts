@@ -9,6 +9,7 @@
 import { EventEmitter } from 'node:events';
 import { WebSocket } from 'ws';
 import type { RawData } from 'ws';
+import { decodeMediaPayload } from '../twilio/serializer.js';
 import { CallerPlayback } from './caller-playback.js';
 import type { PlayedChunk } from './caller-playback.js';
 import { simulatorTicker } from './simulator-ticker.js';
@@ -216,8 +217,8 @@ export abstract class MulawCallerSimulator extends EventEmitter<CallerEvents> {
   protected play(msg: GatewayPlayback, now: number): void {
     switch (msg.event) {
       case 'media': {
-        const bytes = Buffer.from(msg.media.payload, 'base64');
-        this.playAudio(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), bytes.byteLength, now);
+        const mulaw = decodeMediaPayload(msg.media.payload);
+        this.playAudio(mulaw, mulaw.byteLength, now);
         return;
       }
       case 'mark':
