@@ -1,4 +1,5 @@
 import type { TelephonyProviders } from '../modules/telephony/providers/index.js';
+import { networkErrorCode } from '../modules/telephony/providers/carrier-http.js';
 import { TelephonyProviderError } from '../modules/telephony/providers/types.js';
 import type { TelephonyProviderName } from '../modules/telephony/providers/types.js';
 import { PROVIDER_NAMES } from './schemas.js';
@@ -41,7 +42,7 @@ function failureDetail(title: string, err: unknown, timeoutMs: number): string {
     case 'timeout':
       return `HTTP timeout: ${title} did not answer the pricing lookup, timed out after ${timeoutMs} ms.`;
     case 'network':
-      return `Network error: ${title} could not be reached (${err.message.replace(/^\S+ \S+: /, '')}).`;
+      return `Network error: ${title} could not be reached (${networkErrorCode(err.cause) ?? 'connection failed'}).`;
     default:
       return err.status !== undefined ? `${title} answered the pricing lookup with HTTP ${err.status}.` : `${title} gave an unexpected answer to the pricing lookup.`;
   }

@@ -64,7 +64,7 @@ const carrierEvent = z.object({
 });
 
 /**
- * Inspector match; `outboundCall` stays null until outbound calls are stored (#9).
+ * Inspector match; `outboundCall` is always null: outbound calls are not stored yet (docs/api.md).
  * `conversation` is null for a call the carriers reported but that never got one (ended while ringing).
  */
 export const inspectedCallSchema = z.object({

@@ -54,6 +54,25 @@ describe('POST /api/v1/telephony/debug/validate-connection', () => {
     expect(sims.telnyx.requests[0]!.query['filter[country_code]']).toBe('GB');
   });
 
+  it('names the system error when the carrier cannot be reached', async () => {
+    // A port that was just free: nothing listens there.
+    const { createServer } = await import('node:net');
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const dead = `http://127.0.0.1:${port}`;
+    const config = { ...sims.config, twilio: { ...sims.config.twilio, apiBaseUrl: dead, pricingBaseUrl: dead }, timeoutMs: TIMEOUT_MS };
+    const offline = await createAdminApp(t.database, { APP_ENV: 'production' }, { telephony: createTelephonyProviders(config, { errors: new ControlPlaneMetrics().telephonyApiErrors, retry: { baseDelayMs: 5 } }) });
+    try {
+      const res = await adminCall(offline, 'POST', PATH, { provider: 'twilio' });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ provider: 'Twilio', success: false, detail: 'Network error: Twilio could not be reached (ECONNREFUSED).' });
+    } finally {
+      await offline.close();
+    }
+  });
+
   it('names the variables to set for a carrier without configuration, calling nobody', async () => {
     const res = await adminCall(admin, 'POST', PATH, { provider: 'vonage' });
     expect(res.statusCode).toBe(200);
