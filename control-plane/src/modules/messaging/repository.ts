@@ -1,4 +1,5 @@
 import { and, desc, eq, sql } from 'drizzle-orm';
+import type { SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { agents } from '../../db/schema/agents.js';
 import { conversationMessages, conversations } from '../../db/schema/conversations.js';
@@ -31,6 +32,16 @@ export interface OpenedThread {
  * (tenant, agent, channel) whose metadata `peer` is the other party; messages go in through
  * `ConversationRepository.recordMessage`, like the voice loop's live messages.
  */
+/**
+ * The advisory-lock key of one messaging thread (tenant, agent, channel, peer):
+ * `messaging:<tenant>:<agent>:<channel>:<peer>`, hashed. One expression for the writer
+ * ({@link MessagingRepository.openThread}, with values) and the idle sweep (with columns), so
+ * the sweep always skips the thread a message is being written to.
+ */
+export function threadLock(tenantId: SQL, agentId: SQL, channel: SQL, peer: SQL): SQL {
+  return sql`hashtextextended('messaging:' || (${tenantId})::text || ':' || (${agentId})::text || ':' || (${channel})::text || ':' || (${peer})::text, 0)`;
+}
+
 export class MessagingRepository {
   constructor(private readonly db: Db) {}
 
@@ -42,9 +53,8 @@ export class MessagingRepository {
    * typing fast, on two control planes) land in one thread instead of opening two.
    */
   async openThread(key: ThreadKey, idleSince: Date, create: () => NewConversation): Promise<OpenedThread> {
-    const lockKey = `messaging:${key.tenantId}:${key.agentId}:${key.channel}:${key.peer}`;
     return this.db.transaction(async (tx) => {
-      await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`);
+      await tx.execute(sql`select pg_advisory_xact_lock(${threadLock(sql`${key.tenantId}`, sql`${key.agentId}`, sql`${key.channel}`, sql`${key.peer}`)})`);
       const c = conversations;
       const lastAt = sql<Date | null>`(select max(${conversationMessages.timestamp}) from ${conversationMessages} where ${conversationMessages.conversationId} = ${c.id})`.mapWith(c.startedAt);
       const [open] = await tx
@@ -90,7 +100,7 @@ export class MessagingRepository {
           limit ${limit}
         ), claimable as (
           select idle.* from idle join conversations c on c.id = idle.id
-          where pg_try_advisory_xact_lock(hashtextextended('messaging:' || c.tenant_id || ':' || c.agent_id || ':' || c.channel || ':' || (c.metadata->>${THREAD_PEER_KEY}), 0))
+          where pg_try_advisory_xact_lock(${threadLock(sql`c.tenant_id`, sql`c.agent_id`, sql`c.channel`, sql`c.metadata->>${THREAD_PEER_KEY}`)})
         )
         update conversations c
         set status = 'completed', end_reason = 'idle_timeout', ended_at = claimable.last_at,
