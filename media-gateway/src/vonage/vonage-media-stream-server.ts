@@ -23,7 +23,7 @@ export interface VonageMediaStreamsOptions {
    * JWT Vonage sends for an endpoint with `authorization: {type: 'vonage'}` (403 otherwise).
    * Undefined: upgrades are not checked (sandbox).
    */
-  signatureSecret?: string | undefined;
+  signatureSecret: string | undefined;
   /** The gateway's one outbound pacer. */
   pacer: OutboundPacer;
   /** A call passed its handshake (`websocket:connected`, L16 16 kHz, a `callSid` header). The callee owns the leg from here. */
