@@ -20,7 +20,7 @@ export type MediaStreamCloseReason = 'hangup' | 'socket-lost' | 'local' | 'shutd
 /** `svc.telephony.media_stream_closed{reason}`: every closed (or refused) carrier stream, by reason, all carriers together. */
 export const mediaStreamClosed = new TaggedCounter<MediaStreamCloseReason>('svc.telephony.media_stream_closed', 'reason');
 
-/** How a leg ended: the carrier sent `stop`, the socket died without one, or we hung up. */
+/** How a leg ended: the carrier ended the stream (`stop`, or Vonage's close), the socket died without that, or we hung up. */
 export type LegEndReason = 'hangup' | 'socket-lost' | 'local';
 
 /** How long {@link PacedCallLeg.hangup} waits for the carrier's closing handshake before cutting the TCP connection. */
@@ -189,6 +189,8 @@ export abstract class PacedCallLeg implements CallLeg {
    * Barge-in: drop local audio and marks not yet sent, and send the carrier's `clear`. The
    * carrier then echoes every mark it still held (Twilio §2.2, Telnyx §2.1 "mark"); those
    * echoes are swallowed, so {@link onMarkPlayed} only ever reports audio that really played.
+   * A carrier without `clear` or marks (Vonage) gets nothing: the audio already sent (at most
+   * the pacer's lead, ~60 ms) plays out, and its local marks are cancelled.
    */
   clear(): void {
     if (this.endReason !== undefined) return;
@@ -244,8 +246,8 @@ export abstract class PacedCallLeg implements CallLeg {
   }
 
   /**
-   * Close the stream from our side (code 1000; the carrier continues its TwiML/TeXML after
-   * `</Connect>`). `onEnd('local')` fires at once; resolves when the socket is closed (the
+   * Close the stream from our side (code 1000; Twilio and Telnyx continue their TwiML/TeXML
+   * after `</Connect>`, Vonage posts `disconnected` and ends the call). `onEnd('local')` fires at once; resolves when the socket is closed (the
    * TCP connection is cut after 2 s without the carrier's closing handshake).
    */
   async hangup(): Promise<void> {

@@ -63,7 +63,7 @@ function audioStoppedAt(played: readonly { startedAt: number; endedAt: number }[
 }
 
 /**
- * Plays a scripted conversation on a simulated call (Twilio or Vonage): the same script drives the
+ * Plays a scripted conversation on a simulated call (Twilio, Telnyx or Vonage): the same script drives the
  * end-to-end tests, the sandbox call command and the load generator.
  */
 export async function runCallerScript(call: ScriptedCall, steps: CallerStep[], opts: ScriptOptions): Promise<CallerTurnTiming[]> {
