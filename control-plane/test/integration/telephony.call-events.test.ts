@@ -44,7 +44,7 @@ afterAll(async () => {
 });
 
 /** POSTs a Vonage event signed with `secret`. */
-function vonageEvent(body: Record<string, string>, secret = SECRET): Promise<LightMyRequestResponse> {
+function vonageEvent(body: Record<string, unknown>, secret = SECRET): Promise<LightMyRequestResponse> {
   const raw = JSON.stringify(body);
   return t.app.inject({ method: 'POST', url: '/webhooks/vonage/voice/event', headers: { 'content-type': 'application/json', authorization: `Bearer ${signVonageWebhook({ secret, rawBody: raw })}` }, payload: raw });
 }
@@ -151,6 +151,16 @@ describe('Vonage event webhook stores the call status', () => {
     expect(await count()).toBe(n);
   });
 
+  it('answers 422 naming the field for a non-string timestamp or to, and stores nothing', async () => {
+    const uuid = randomUUID();
+    for (const field of ['timestamp', 'to'] as const) {
+      const res = await vonageEvent({ ...vonageBody(uuid, 'completed', '2026-11-25T20:30:00.000Z'), [field]: 5 });
+      expect(res.statusCode).toBe(422);
+      expect(res.json()).toMatchObject({ errors: [{ field }] });
+    }
+    expect(await rowsFor(uuid)).toEqual([]);
+  });
+
   it('stores nothing for a badly signed event', async () => {
     const uuid = randomUUID();
     expect((await vonageEvent(vonageBody(uuid, 'completed', '2026-11-25T20:30:00.000Z'), 'another-secret-0000000000000000000')).statusCode).toBe(403);
@@ -180,6 +190,15 @@ describe('Twilio status callback stores the call status', () => {
     const rows = await rowsFor(sid);
     expect(rows.map((r) => [r.status, r.duration_seconds, r.conversation_id, r.tenant_id])).toEqual([['completed', 42, conversationId, tenant.tenantId]]);
     expect((await inspect(sid)).json()).toMatchObject({ conversation: { id: conversationId, status: 'Completed' }, carrierEvents: [{ status: 'completed', durationSeconds: 42 }] });
+  });
+
+  it('answers 204 and stores nothing for a callback without CallSid or CallStatus', async () => {
+    const sid = randomCallSid();
+    const { CallStatus: _status, ...noStatus } = twilioStatus(sid, 'completed');
+    expect((await postTwilio(t.app, '/webhooks/twilio/status', noStatus)).statusCode).toBe(204);
+    const { CallSid: _sid, ...noSid } = twilioStatus(sid, 'completed');
+    expect((await postTwilio(t.app, '/webhooks/twilio/status', noSid)).statusCode).toBe(204);
+    expect(await rowsFor(sid)).toEqual([]);
   });
 
   it('stores nothing for an unsigned or mis-signed callback', async () => {
