@@ -110,9 +110,9 @@ export class CallSessions {
       recorder?.callerAudio(a, performance.now());
       session.audio(a);
     });
-    // A pause's clear and the resumed frames come through these too: the agent track holds
-    // what the carrier played, with the pause as silence.
-    leg.onAudioSent((frame, atMs) => recorder?.agentAudioSent(frame, atMs));
+    // A pause's clear and the resumed frames come through this and `onAudioSent` (below,
+    // with the recorder: without a listener the leg sends frames without a view of each):
+    // the agent track holds what the carrier played, with the pause as silence.
     leg.onCleared((atMs) => recorder?.agentCleared(atMs));
     leg.onDtmf((d) => (session ? session.dtmf(d) : earlyDigits.push(d)));
     leg.onEnd((reason) => {
@@ -195,6 +195,7 @@ export class CallSessions {
 
     // t=0 of the recording is the session's start: the two clocks agree to well under a frame.
     recorder = this.deps.recordings?.recorderFor(agent.config, performance.now()) ?? null;
+    if (recorder) leg.onAudioSent(recorder.agentAudioSent.bind(recorder));
     const s = new VoiceSession({
       agent: agent.config,
       providers,

@@ -4,12 +4,10 @@
  * outbound builders; the simulated Telnyx caller uses the other half.
  * Wire format: reference/telephony-telnyx.md §2.
  */
-import { parseWith } from '../twilio/serializer.js';
+import { parseWith, toBase64 } from '../twilio/serializer.js';
 import type { OnReject } from '../twilio/serializer.js';
 import { TELNYX_INBOUND_EVENTS, TELNYX_MEDIA_FORMAT, telnyxInboundSchema, telnyxOutboundSchema } from './wire.js';
 import type { TelnyxInbound, TelnyxMediaFormat, TelnyxOutbound } from './wire.js';
-
-const base64 = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
 
 // ---- gateway side ------------------------------------------------------------------
 
@@ -24,8 +22,8 @@ export function isSupportedTelnyxFormat(format: TelnyxMediaFormat): boolean {
 }
 
 /** `media` writer (RTP mode): the documented form, without `stream_id` (§2.2); the fixed part is built once. */
-export function telnyxMediaMessage(mulaw: Uint8Array): string {
-  return `{"event":"media","media":{"payload":"${base64(mulaw)}"}}`;
+export function telnyxMediaMessage(mulaw: Uint8Array, start?: number, end?: number): string {
+  return `{"event":"media","media":{"payload":"${toBase64(mulaw, start, end)}"}}`;
 }
 
 /** `mark` placed in Telnyx's playback queue; echoed once the audio before it played. */
@@ -87,7 +85,7 @@ export function telnyxStartMessage(f: TelnyxStartFields): string {
 
 /** Caller audio: `chunk` counts from 1, `timestamp` in ms since the stream started. */
 export function telnyxInboundMediaMessage(f: { sequenceNumber: number; streamId: string; chunk: number; timestampMs: number; mulaw: Uint8Array }): string {
-  return `{"event":"media","sequence_number":"${f.sequenceNumber}","stream_id":${JSON.stringify(f.streamId)},"media":{"track":"inbound","chunk":"${f.chunk}","timestamp":"${Math.round(f.timestampMs)}","payload":"${base64(f.mulaw)}"}}`;
+  return `{"event":"media","sequence_number":"${f.sequenceNumber}","stream_id":${JSON.stringify(f.streamId)},"media":{"track":"inbound","chunk":"${f.chunk}","timestamp":"${Math.round(f.timestampMs)}","payload":"${toBase64(f.mulaw)}"}}`;
 }
 
 export function telnyxDtmfMessage(f: { sequenceNumber: number; streamId: string; digit: string }): string {

@@ -13,8 +13,12 @@ const BYTES_PER_MS = 8;
 
 /** Where a paced stream's output goes (the leg's socket). Called from the pacer's timer. */
 export interface PacerSink {
-  /** One frame of exactly {@link FRAME_BYTES} bytes; the array may be a view, do not keep it. */
-  sendFrame(frame: Uint8Array): void;
+  /**
+   * One frame: the {@link FRAME_BYTES} bytes of `bytes` from `offset`. `bytes` is the queued
+   * chunk itself (or a padded frame), passed with an offset so that no view is made per frame
+   * (50 a second per call, #5): read the frame during the call, do not keep or change it.
+   */
+  sendFrame(bytes: Buffer, offset: number): void;
   /** A mark whose preceding audio has all been handed to `sendFrame`. */
   sendMark(name: string): void;
 }
@@ -70,7 +74,12 @@ export interface OutboundPacerOptions {
   onFrameGap?: (gapMs: number) => void;
 }
 
-type QueueItem = { kind: 'audio'; bytes: Uint8Array } | { kind: 'mark'; name: string };
+type QueueItem = { kind: 'audio'; bytes: Buffer } | { kind: 'mark'; name: string };
+
+/** `bytes` as a Buffer over the same memory (no copy): the sink base64-encodes ranges of it. */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
 
 /**
  * Items a stream remembers having sent, newest last: enough to rewind a pause. The carrier
@@ -210,16 +219,22 @@ export class PacedStream {
   private closed = false;
   private paused = false;
   /**
-   * Ring of what was sent: kind, the frame (a view, as sent) or mark name, and the time the
-   * far end starts playing the frame (a mark: finishes the audio before it), by the same
-   * model as {@link playoutEndsAt}. Fixed arrays: nothing is allocated per frame.
+   * Ring of what was sent: kind, the frame (its chunk and offset, as sent) or mark name, and
+   * the time the far end starts playing the frame (a mark: finishes the audio before it), by
+   * the same model as {@link playoutEndsAt}. Fixed arrays: nothing is allocated per frame, so
+   * the ~0.6 s the ring holds a frame does not make garbage that outlives a young-generation
+   * collection (each promoted object lengthens the GC pauses that delay every call's frames).
    */
   private readonly sentKind = new Uint8Array(HISTORY);
-  private readonly sentFrame: (Uint8Array | null)[] = new Array<Uint8Array | null>(HISTORY).fill(null);
+  private readonly sentFrame: (Buffer | null)[] = new Array<Buffer | null>(HISTORY).fill(null);
+  private readonly sentOffset = new Int32Array(HISTORY);
   private readonly sentName: (string | null)[] = new Array<string | null>(HISTORY).fill(null);
   private readonly sentAt = new Float64Array(HISTORY);
   private sentStart = 0;
   private sentCount = 0;
+  /** The frame {@link nextFrame} found: its chunk (null: none) and offset. */
+  private frameBytes: Buffer | null = null;
+  private frameOffset = 0;
 
   constructor(
     private readonly pacer: OutboundPacer,
@@ -242,15 +257,15 @@ export class PacedStream {
   }
 
   /**
-   * Queue μ-law audio of any length; it is cut into 20 ms frames as it is sent. The array
-   * is kept, not copied. When the far end is about to run dry (start of an utterance, an
+   * Queue μ-law audio of any length; it is cut into 20 ms frames as it is sent. The memory
+   * is kept, not copied: do not change it afterwards. When the far end is about to run dry (start of an utterance, an
    * underrun), frames go out at once rather than at the next tick: that tick could be up to
    * 20 ms away. Otherwise the tick sends them: a frame sent between two slots (the next
    * sentence arriving mid-utterance) would make the next slot send none (gaps of x, 40 − x).
    */
   enqueueAudio(mulaw: Uint8Array): void {
     if (this.closed || mulaw.byteLength === 0) return;
-    this.items.push({ kind: 'audio', bytes: mulaw });
+    this.items.push({ kind: 'audio', bytes: asBuffer(mulaw) });
     this.queuedBytes += mulaw.byteLength;
     if (this.paused) return;
     const now = this.pacer.now();
@@ -312,7 +327,8 @@ export class PacedStream {
       }
       if (!rewinding && this.sentAt[i]! >= now) rewinding = true;
       if (rewinding) {
-        held.push({ kind: 'audio', bytes: this.sentFrame[i]! });
+        const offset = this.sentOffset[i]!;
+        held.push({ kind: 'audio', bytes: this.sentFrame[i]!.subarray(offset, offset + FRAME_BYTES) });
         this.queuedBytes += FRAME_BYTES;
       }
     }
@@ -354,8 +370,10 @@ export class PacedStream {
     this.flushMarks();
     let sent = 0;
     while (sent < this.pacer.maxCatchUpFrames && this.hasRoom(slotAt)) {
-      const frame = this.nextFrame(now);
-      if (!frame) break;
+      if (!this.nextFrame(now)) break;
+      const bytes = this.frameBytes!;
+      const offset = this.frameOffset;
+      this.frameBytes = null;
       if (sent === 0 && this.backlogged && this.lastSendAt !== undefined) {
         const gap = now - this.lastSendAt;
         if (gap > this.stats.maxGapMs) this.stats.maxGapMs = gap;
@@ -363,12 +381,12 @@ export class PacedStream {
         this.pacer.onFrameGap?.(gap);
       }
       try {
-        this.sink.sendFrame(frame);
+        this.sink.sendFrame(bytes, offset);
       } catch (err) {
         this.pacer.reportSinkError(err);
       }
       // An underrun restarts the far end's playback now, whatever the slot's time.
-      this.remember(SENT_AUDIO, frame, null, Math.max(now, this.playoutEndsAt));
+      this.remember(SENT_AUDIO, bytes, offset, null, Math.max(now, this.playoutEndsAt));
       this.playoutEndsAt = Math.max(now, this.playoutEndsAt) + this.pacer.frameMs;
       this.lastSendAt = now;
       this.stats.framesSent++;
@@ -396,28 +414,30 @@ export class PacedStream {
       } catch (err) {
         this.pacer.reportSinkError(err);
       }
-      this.remember(SENT_MARK, null, item.name, this.playoutEndsAt);
+      this.remember(SENT_MARK, null, 0, item.name, this.playoutEndsAt);
     }
     this.compact();
   }
 
   /**
-   * The next 20 ms frame, or null. A partial frame (less than 160 bytes before a mark or
+   * Finds the next 20 ms frame ({@link frameBytes} and {@link frameOffset}); false when there
+   * is none to send yet. A partial frame (less than 160 bytes before a mark or
    * the end of the queue) is padded with silence at once when a mark follows (the
    * utterance is over and the mark must not wait), otherwise only after `partialHoldMs`
    * with no new audio: TTS chunks are not frame-aligned and the rest of a frame usually
    * follows within milliseconds, and padding mid-utterance would insert a click of silence.
    */
-  private nextFrame(now: number): Uint8Array | null {
-    if (this.queuedBytes === 0) return null;
+  private nextFrame(now: number): boolean {
+    if (this.queuedBytes === 0) return false;
     const first = this.items[this.head];
-    if (!first || first.kind !== 'audio') return null;
+    if (!first || first.kind !== 'audio') return false;
     if (first.bytes.byteLength - this.headOffset >= FRAME_BYTES) {
-      // Fast path: a view into the queued chunk, no copy.
-      const frame = first.bytes.subarray(this.headOffset, this.headOffset + FRAME_BYTES);
+      // Fast path: the frame is in the queued chunk; nothing is copied or allocated.
+      this.frameBytes = first.bytes;
+      this.frameOffset = this.headOffset;
       this.consume(FRAME_BYTES, null);
       this.partialSince = undefined;
-      return frame;
+      return true;
     }
     let available = 0;
     let markNext = false;
@@ -431,20 +451,22 @@ export class PacedStream {
     }
     if (available < FRAME_BYTES && !markNext) {
       if (this.partialSince === undefined) this.partialSince = now;
-      if (now - this.partialSince < this.pacer.partialHoldMs) return null;
+      if (now - this.partialSince < this.pacer.partialHoldMs) return false;
     }
     this.partialSince = undefined;
-    const frame = new Uint8Array(FRAME_BYTES).fill(MULAW_SILENCE_BYTE);
+    const frame = Buffer.alloc(FRAME_BYTES, MULAW_SILENCE_BYTE);
     this.consume(Math.min(available, FRAME_BYTES), frame);
     if (available < FRAME_BYTES) this.stats.paddedFrames++;
-    return frame;
+    this.frameBytes = frame;
+    this.frameOffset = 0;
+    return true;
   }
 
   /** Remove `n` audio bytes from the head, copying them into `into` when given. */
   private consume(n: number, into: Uint8Array | null): void {
     let copied = 0;
     while (copied < n) {
-      const item = this.items[this.head] as { kind: 'audio'; bytes: Uint8Array };
+      const item = this.items[this.head] as { kind: 'audio'; bytes: Buffer };
       const take = Math.min(n - copied, item.bytes.byteLength - this.headOffset);
       if (into) into.set(item.bytes.subarray(this.headOffset, this.headOffset + take), copied);
       copied += take;
@@ -458,7 +480,7 @@ export class PacedStream {
     this.compact();
   }
 
-  private remember(kind: number, frame: Uint8Array | null, name: string | null, at: number): void {
+  private remember(kind: number, frame: Buffer | null, offset: number, name: string | null, at: number): void {
     let i: number;
     if (this.sentCount < HISTORY) i = (this.sentStart + this.sentCount++) % HISTORY;
     else {
@@ -467,6 +489,7 @@ export class PacedStream {
     }
     this.sentKind[i] = kind;
     this.sentFrame[i] = frame;
+    this.sentOffset[i] = offset;
     this.sentName[i] = name;
     this.sentAt[i] = at;
   }

@@ -176,8 +176,14 @@ export function decodeMediaPayload(payload: string): Uint8Array {
   return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
 }
 
-function toBase64(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+/**
+ * base64 of `bytes[start, end)`. A Buffer is encoded in place (no view is made: the outbound
+ * hot path encodes 50 frames a second per call out of the queued chunks); a plain
+ * Uint8Array through a Buffer over the same memory.
+ */
+export function toBase64(bytes: Uint8Array, start = 0, end = bytes.byteLength): string {
+  if (Buffer.isBuffer(bytes)) return bytes.toString('base64', start, end);
+  return Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('base64');
 }
 
 /** True for the one format a Twilio stream may carry: μ-law, 8000 Hz, mono (§2.1). */
@@ -192,11 +198,11 @@ export function mediaMessage(streamSid: string, mulaw: Uint8Array): string {
 
 /**
  * {@link mediaMessage} for one stream, its fixed part built once: 50 frames a second per
- * call, and base64 needs no JSON escaping.
+ * call, and base64 needs no JSON escaping. The audio is `mulaw[start, end)` (default: all).
  */
-export function mediaMessageWriter(streamSid: string): (mulaw: Uint8Array) => string {
+export function mediaMessageWriter(streamSid: string): (mulaw: Uint8Array, start?: number, end?: number) => string {
   const head = `{"event":"media","streamSid":${JSON.stringify(streamSid)},"media":{"payload":"`;
-  return (mulaw) => head + toBase64(mulaw) + '"}}';
+  return (mulaw, start, end) => head + toBase64(mulaw, start, end) + '"}}';
 }
 
 /** `mark` placed in Twilio's playback queue; echoed back once the audio before it played. */

@@ -13,7 +13,7 @@ function recordingSink(): { sink: PacerSink; sent: Sent[] } {
   return {
     sent,
     sink: {
-      sendFrame: (f) => sent.push({ kind: 'frame', at: clock(), bytes: f.slice() }),
+      sendFrame: (b, o) => sent.push({ kind: 'frame', at: clock(), bytes: Uint8Array.from(b.subarray(o, o + FRAME_BYTES)) }),
       sendMark: (name) => sent.push({ kind: 'mark', at: clock(), name }),
     },
   };
@@ -53,6 +53,25 @@ describe('OutboundPacer', () => {
     expect(f.slice(3).map((x) => x.at - t0)).toEqual(Array.from({ length: 47 }, (_, i) => (i + 1) * 20));
     expect(stream.queuedMs).toBe(0);
     expect(stream.stats).toMatchObject({ framesSent: 50, lateFrames: 0, paddedFrames: 0 });
+    pacer.stop();
+  });
+
+  it('hands each frame out as the queued chunk and an offset, without a view or copy per frame', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const got: { bytes: Buffer; offset: number }[] = [];
+    const stream = pacer.register({ sendFrame: (bytes, offset) => got.push({ bytes, offset }), sendMark: () => {} });
+    const memory = new Uint8Array(8 + 2 * FRAME_BYTES + 40).map((_, i) => i & 0xff);
+    const chunk = memory.subarray(8, 8 + 2 * FRAME_BYTES); // a view, as AudioOutput queues slices
+    const buffer = Buffer.from([1, 2, 3]).subarray(0, 0); // an empty chunk is ignored
+    stream.enqueueAudio(buffer);
+    stream.enqueueAudio(chunk);
+    vi.advanceTimersByTime(100);
+    expect(got.map((g) => g.offset)).toEqual([0, FRAME_BYTES]);
+    // One Buffer over the chunk's own memory, the same object for both frames.
+    expect(got[0]!.bytes).toBe(got[1]!.bytes);
+    expect(got[0]!.bytes.buffer).toBe(memory.buffer);
+    expect(got[0]!.bytes.byteOffset).toBe(8);
+    expect([...got[1]!.bytes.subarray(FRAME_BYTES, 2 * FRAME_BYTES)]).toEqual([...chunk.subarray(FRAME_BYTES)]);
     pacer.stop();
   });
 

@@ -9,10 +9,12 @@ import {
   markEchoMessage,
   markMessage,
   mediaMessage,
+  mediaMessageWriter,
   parseGatewayMessage,
   parseTwilioMessage,
   startMessage,
   stopMessage,
+  toBase64,
 } from '../../src/twilio/serializer.js';
 import type { OnReject, RejectReason } from '../../src/twilio/serializer.js';
 import { twilioInboundSchema } from '../../src/twilio/wire.js';
@@ -126,6 +128,17 @@ describe('Twilio serializer, gateway side', () => {
     const whole = new Uint8Array([1, 2, 3, 4, 5, 6]);
     const payload = (JSON.parse(mediaMessage(SID, whole.subarray(2, 4))) as { media: { payload: string } }).media.payload;
     expect([...decodeMediaPayload(payload)]).toEqual([3, 4]);
+  });
+
+  it('encodes a range of a Buffer or of a view of one, as the paced leg hands frames out', () => {
+    const whole = new Uint8Array([9, 1, 2, 3, 4, 5, 6, 9]);
+    const view = whole.subarray(1, 7); // [1..6], at byteOffset 1
+    const payload = (text: string): number[] => [...decodeMediaPayload((JSON.parse(text) as { media: { payload: string } }).media.payload)];
+    const write = mediaMessageWriter(SID);
+    expect(payload(write(view, 2, 5))).toEqual([3, 4, 5]);
+    expect(payload(write(Buffer.from(view.buffer, view.byteOffset, view.byteLength), 2, 5))).toEqual([3, 4, 5]);
+    expect(payload(write(view))).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(toBase64(view, 4)).toBe(Buffer.from([5, 6]).toString('base64'));
   });
 });
 
