@@ -27,9 +27,12 @@ interface Playback {
   turnId: string;
   purpose: SayPurpose | 'reply';
   text: string;
-  /** Character timings (ms from the start of this turn's audio), from TTS alignment. */
-  charStartMs: number[];
-  chars: string[];
+  /**
+   * TTS alignments of the turn's audio as they came, each with the ms of audio sent before
+   * it. Kept by reference and read once, when the turn is reported: copying each character
+   * into growing arrays as chunks arrive made garbage that lived as long as the turn (#5).
+   */
+  alignments: { alignment: TtsAlignment; offsetMs: number }[];
   sentMs: number;
   playedMs: number;
   lastMarkMs: number;
@@ -67,7 +70,7 @@ export class AudioOutput extends Processor {
     }
     switch (frame.kind) {
       case 'agent.turn-start':
-        this.playbacks.set(frame.turnId, { turnId: frame.turnId, purpose: frame.purpose, text: '', charStartMs: [], chars: [], sentMs: 0, playedMs: 0, lastMarkMs: 0, startedAt: null, ttsDone: false });
+        this.playbacks.set(frame.turnId, { turnId: frame.turnId, purpose: frame.purpose, text: '', alignments: [], sentMs: 0, playedMs: 0, lastMarkMs: 0, startedAt: null, ttsDone: false });
         return;
       case 'tts.sentence': {
         const p = this.playbacks.get(frame.turnId);
@@ -112,12 +115,7 @@ export class AudioOutput extends Processor {
       this.firstAudioAt.set(turnId, p.startedAt);
       this.push({ kind: 'agent.audio-started', turnId, at: p.startedAt }, 'up');
     }
-    if (alignment) {
-      alignment.chars.forEach((c, i) => {
-        p.chars.push(c);
-        p.charStartMs.push(p.sentMs + (alignment.startMs[i] ?? 0));
-      });
-    }
+    if (alignment && alignment.chars.length > 0) p.alignments.push({ alignment, offsetMs: p.sentMs });
     // Marks go between slices of the chunk so playback is known to MARK_INTERVAL_MS.
     let offset = 0;
     while (offset < mulaw.length) {
@@ -169,9 +167,10 @@ export class AudioOutput extends Processor {
     // No audio ever reached the carrier (the TTS failed first): its end mark comes back at
     // once, but the caller heard nothing.
     const played = p.startedAt !== null;
-    const heardText = !played ? '' : interrupted ? heardPrefix(p, p.playedMs) : p.text;
+    const timing = played ? charTiming(p) : null;
+    const heardText = !timing ? '' : interrupted ? heardPrefix(p, timing, p.playedMs) : p.text;
     // Timings of exactly the heard words, so a record's text and words agree.
-    const words = played ? spokenWords(p).slice(0, heardText.split(/\s+/).filter(Boolean).length) : [];
+    const words = timing ? spokenWords(p, timing).slice(0, heardText.split(/\s+/).filter(Boolean).length) : [];
     this.push(
       {
         kind: 'agent.spoken',
@@ -190,14 +189,32 @@ export class AudioOutput extends Processor {
   }
 }
 
+/** Each character of the turn's alignments with its start (ms from the start of the turn's audio). */
+interface CharTiming {
+  chars: string[];
+  startMs: number[];
+}
+
+function charTiming(p: Playback): CharTiming {
+  const chars: string[] = [];
+  const startMs: number[] = [];
+  for (const { alignment, offsetMs } of p.alignments) {
+    for (let i = 0; i < alignment.chars.length; i++) {
+      chars.push(alignment.chars[i]!);
+      startMs.push(offsetMs + (alignment.startMs[i] ?? 0));
+    }
+  }
+  return { chars, startMs };
+}
+
 /** Words of the turn whose first character was played before `playedMs`. */
-function heardPrefix(p: Playback, playedMs: number): string {
-  if (p.chars.length > 0) {
+function heardPrefix(p: Playback, t: CharTiming, playedMs: number): string {
+  if (t.chars.length > 0) {
     let n = 0;
-    while (n < p.chars.length && p.charStartMs[n]! < playedMs) n++;
+    while (n < t.chars.length && t.startMs[n]! < playedMs) n++;
     // Pieces of a turn are synthesised one by one, each with the spaces it was sent with, so
     // their alignments may join with two spaces (or none at the start): runs collapse to one.
-    return cutAtWord(collapseSpaces(p.chars.slice(0, n).join('')), collapseSpaces(p.chars.join('')));
+    return cutAtWord(collapseSpaces(t.chars.slice(0, n).join('')), collapseSpaces(t.chars.join('')));
   }
   // No alignment from the provider: estimate by the share of audio played.
   const share = p.sentMs > 0 ? Math.min(1, playedMs / p.sentMs) : 0;
@@ -218,10 +235,10 @@ function cutAtWord(prefix: string, full: string): string {
 }
 
 /** Every word of the turn with its playing time; the caller keeps the heard prefix. */
-function spokenWords(p: Playback): SpokenWord[] {
+function spokenWords(p: Playback, timing: CharTiming): SpokenWord[] {
   const origin = p.startedAt ?? 0;
   const words: SpokenWord[] = [];
-  if (p.chars.length === 0) {
+  if (timing.chars.length === 0) {
     // Spread words over the audio in proportion to their length.
     const parts = p.text.split(/\s+/).filter(Boolean);
     const total = parts.reduce((s, w) => s + w.length + 1, 0) || 1;
@@ -235,9 +252,9 @@ function spokenWords(p: Playback): SpokenWord[] {
   }
   let current = '';
   let start = 0;
-  for (let i = 0; i <= p.chars.length; i++) {
-    const c = p.chars[i];
-    const t = p.charStartMs[i] ?? p.sentMs;
+  for (let i = 0; i <= timing.chars.length; i++) {
+    const c = timing.chars[i];
+    const t = timing.startMs[i] ?? p.sentMs;
     if (c === undefined || /\s/.test(c)) {
       if (current) {
         words.push({ word: current, startAt: origin + start, endAt: origin + Math.min(t, p.sentMs) });

@@ -98,7 +98,7 @@ export function toWireVoiceSettings(settings: TtsVoiceSettings): WireVoiceSettin
   return wire;
 }
 
-/** Our alignment from the wire's, or `null` when absent or inconsistent (the three arrays must have equal length). */
+/** Our alignment from the wire's (sharing its arrays), or `null` when absent or inconsistent (the three arrays must have equal length). */
 export function fromWireAlignment(wire: WireAlignment | null | undefined): TtsAlignment | null {
   if (wire === null || wire === undefined || typeof wire !== 'object') return null;
   const chars = wire.chars;
@@ -106,7 +106,9 @@ export function fromWireAlignment(wire: WireAlignment | null | undefined): TtsAl
   const durationMs = wire.charDurationsMs ?? wire.charsDurationsMs;
   if (!Array.isArray(chars) || !Array.isArray(startMs) || !Array.isArray(durationMs)) return null;
   if (chars.length !== startMs.length || chars.length !== durationMs.length) return null;
-  return { chars: [...chars], startMs: [...startMs], durationMs: [...durationMs] };
+  // The arrays of a just-parsed message are the caller's own: no copies (a chunk's
+  // alignment lives as long as its turn's playback, #5).
+  return { chars: chars as string[], startMs: startMs as number[], durationMs: durationMs as number[] };
 }
 
 /**
@@ -123,7 +125,9 @@ export function parseServerMessage(text: string): ServerMessage {
   if (msg === null || typeof msg !== 'object') return { kind: 'ignored' };
   const m = msg as Record<string, unknown>;
   if (typeof m.audio === 'string' && m.audio.length > 0) {
-    const audio = new Uint8Array(Buffer.from(m.audio, 'base64'));
+    // A view of the decoded bytes: no second copy.
+    const decoded = Buffer.from(m.audio, 'base64');
+    const audio = new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
     return { kind: 'audio', audio, alignment: fromWireAlignment(m.alignment as WireAlignment | null | undefined) };
   }
   if (m.error !== undefined && m.error !== null) {
