@@ -110,14 +110,14 @@ export abstract class PacedCallLeg implements CallLeg {
     this.local = opts.wire.marks ? null : new LocalMarkPlayout((name) => this.deliverMarkEcho(name));
     this.stream = opts.pacer.register({
       sendFrame: (bytes, offset) => {
-        // A view of the frame only where something keeps or compares it (Vonage's local
-        // marks, a recording): 50 frames a second per call are otherwise sent without one.
-        const frame = this.local || this.sentListeners.length > 0 ? bytes.subarray(offset, offset + FRAME_BYTES) : null;
-        if (frame && this.local?.alreadySent(frame)) return;
         if (!this.send(this.wire.media(bytes, offset))) return;
-        if (!frame) return;
+        if (!this.local && this.sentListeners.length === 0) return;
         const at = performance.now();
-        this.local?.frameSent(frame, at);
+        this.local?.frameSent(at);
+        if (this.sentListeners.length === 0) return;
+        // A view of the frame only for a listener (a recording): 50 frames a second per call
+        // are otherwise sent without one.
+        const frame = bytes.subarray(offset, offset + FRAME_BYTES);
         for (const l of this.sentListeners) {
           try {
             l(frame, at);
@@ -204,9 +204,9 @@ export abstract class PacedCallLeg implements CallLeg {
     if (this.endReason !== undefined) return;
     const paused = this.stream.isPaused;
     this.stream.clear();
-    // When paused, the pause already cleared the carrier and nothing was sent since.
-    if (!paused) this.cutOutstanding();
-    this.local?.forgetSent();
+    // When paused, the pause already cleared the carrier and nothing was sent since; a
+    // carrier without clear was only held, so its marks are cancelled now.
+    if (!paused || !this.wire.marks) this.cutOutstanding();
     this.wire.onClear?.();
   }
 
@@ -215,12 +215,19 @@ export abstract class PacedCallLeg implements CallLeg {
    * carrier had not started, by the pacer's playout model) with the marks not yet echoed;
    * they are sent again on {@link resume}. The cut marks' echoes are swallowed as for
    * {@link clear}; the re-sent ones are reported when they really play.
+   *
+   * A carrier without clear (Vonage) cannot be made to drop anything: the leg only stops
+   * sending. The carrier plays out what it has (at most the pacer's lead, ~60 ms), and the
+   * local marks of that audio are reported as it plays; {@link resume} sends on from there.
    */
   pause(): void {
     if (this.endReason !== undefined || this.stream.isPaused) return;
+    if (!this.wire.marks) {
+      this.stream.hold();
+      return;
+    }
     this.stream.pause((name) => this.outstanding.has(name));
     this.cutOutstanding();
-    this.local?.holdSent();
   }
 
   resume(): void {

@@ -251,7 +251,7 @@ export class PacedStream {
     return !this.paused && this.head < this.items.length;
   }
 
-  /** True between {@link pause} and {@link resume} (or {@link clear}). */
+  /** True between {@link pause} or {@link hold} and {@link resume} (or {@link clear}). */
   get isPaused(): boolean {
     return this.paused;
   }
@@ -346,7 +346,26 @@ export class PacedStream {
     this.forgetSent();
   }
 
-  /** Send on from where {@link pause} stopped: the far end's buffer is empty, so with a fresh burst. */
+  /**
+   * Pause for a carrier that keeps what it was sent (Vonage has no `clear`): stop sending and
+   * recall nothing. The far end plays out its lead (at most the burst) meanwhile, and the
+   * playout model keeps counting it down, so {@link resume} tops the lead back up (a fresh
+   * burst once it has played out) instead of sending on without one. A rewind here would
+   * offer again frames the carrier still had, and the model would take those for a cushion
+   * the far end no longer holds: one late tick after such a resume was an audible gap.
+   */
+  hold(): void {
+    if (this.closed || this.paused) return;
+    this.partialSince = undefined;
+    this.backlogged = false;
+    this.lastSendAt = undefined; // the pause is not a late frame
+    this.paused = true;
+  }
+
+  /**
+   * Send on from where {@link pause} or {@link hold} stopped, up to the burst's lead over
+   * what the far end still holds: after a pause (its buffer cleared) or a long hold, a fresh burst.
+   */
   resume(): void {
     if (this.closed || !this.paused) return;
     this.paused = false;

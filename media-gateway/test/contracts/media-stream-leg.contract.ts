@@ -214,8 +214,14 @@ export function mediaStreamLegContract(carrier: string, start: () => Promise<Leg
       expect(leg.queuedMs).toBeGreaterThan(200);
       await new Promise((r) => setTimeout(r, 150));
       expect(sim.heardAgentAudioMs).toBe(heardAtPause);
+      const resumedAt = performance.now();
       leg.resume();
       await vi.waitFor(() => expect(played).toEqual(['end']), { timeout: 2000, interval: 10 });
+      // The carrier's buffer ran dry during the pause (cleared, or played out): the resume
+      // restores the pacer's 3-frame lead at once, not one frame a slot with no cushion.
+      const resumed = sim.receivedMedia.filter((m) => m.at >= resumedAt);
+      expect(resumed.length).toBeGreaterThanOrEqual(3);
+      expect(resumed[2]!.at - resumedAt).toBeLessThan(30);
       // The held audio played after the pause: about the 400 ms sent in all, give or take the frame
       // the pacer's playout model counted as started when the clear went out (not sent again).
       expect(sim.heardAgentAudioMs).toBeGreaterThan(heardAtPause + 150);

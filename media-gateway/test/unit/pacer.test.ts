@@ -223,6 +223,54 @@ describe('OutboundPacer', () => {
     pacer.stop();
   });
 
+  it('hold (a carrier without clear) recalls nothing, and resume restores the lead the far end played out meanwhile', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    const numbered = (from: number, n: number) => {
+      const a = new Uint8Array(n * FRAME_BYTES);
+      for (let k = 0; k < n; k++) a.fill(from + k, k * FRAME_BYTES, (k + 1) * FRAME_BYTES);
+      return a;
+    };
+    stream.enqueueAudio(numbered(0, 10));
+    stream.enqueueMark('m');
+    stream.enqueueAudio(numbered(10, 40));
+    vi.advanceTimersByTime(210); // frames 0…12 sent: 11 and 12 are the lead the carrier holds
+    stream.hold();
+    expect(stream.isPaused).toBe(true);
+    // Nothing is put back: the carrier keeps and plays frames 11 and 12.
+    expect(stream.queuedMs).toBe((50 - 13) * 20);
+    const before = sent.length;
+    vi.advanceTimersByTime(500);
+    expect(sent.length).toBe(before);
+    const resumedAt = clock();
+    stream.resume();
+    vi.advanceTimersByTime(1000);
+    const after = frames(sent.slice(before));
+    // Frame 13 on, each once; the lead played out during the hold, so a fresh burst at once.
+    expect(after.map((x) => x.bytes[0])).toEqual(Array.from({ length: 37 }, (_, k) => 13 + k));
+    expect(after.slice(0, 3).map((x) => x.at)).toEqual([resumedAt, resumedAt, resumedAt]);
+    expect(after[3]!.at).toBe(resumedAt + 20);
+    expect(stream.stats.lateFrames).toBe(0);
+    pacer.stop();
+  });
+
+  it('a short hold resumes on the lead the far end still has, without a second burst on top', () => {
+    const pacer = new OutboundPacer({ now: clock });
+    const { sink, sent } = recordingSink();
+    const stream = pacer.register(sink);
+    stream.enqueueAudio(audio(1000));
+    vi.advanceTimersByTime(100); // burst + 5: the far end is 60 ms ahead
+    stream.hold();
+    vi.advanceTimersByTime(20);
+    const before = frames(sent).length;
+    stream.resume(); // 40 ms of lead left: one frame tops it up to 60
+    expect(frames(sent).length - before).toBe(1);
+    vi.advanceTimersByTime(200);
+    expect(frames(sent).length - before).toBe(11);
+    pacer.stop();
+  });
+
   it('clear during a pause drops the held audio and what queued behind it', () => {
     const pacer = new OutboundPacer({ now: clock });
     const { sink, sent } = recordingSink();
