@@ -37,8 +37,8 @@ export const carrierCallEvents = pgTable(
     tenantId: text('tenant_id').references(() => tenants.id, { onDelete: 'cascade' }),
   },
   (t) => [
+    // Also serves the lookups of one call's events (provider, call_sid): they are its prefix.
     uniqueIndex('carrier_call_events_delivery_key').on(t.provider, t.callSid, t.status, t.occurredAt),
-    index('carrier_call_events_call_idx').on(t.provider, t.callSid),
     // The housekeeping purge walks the oldest rows (our clock: a carrier's timestamp may be off).
     index('carrier_call_events_received_idx').on(t.receivedAt),
     index('carrier_call_events_conversation_idx').on(t.conversationId),

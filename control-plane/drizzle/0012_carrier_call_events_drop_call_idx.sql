@@ -1,0 +1,1 @@
+DROP INDEX "carrier_call_events_call_idx";
