@@ -209,6 +209,38 @@ describe('Twilio status callback stores the call status', () => {
   });
 });
 
+describe('a carrier event that cannot be stored', () => {
+  it('is logged and answered 204 as any other (Twilio and Vonage), not 5xx, and a later one is stored again', async () => {
+    const sid = randomCallSid();
+    const uuid = randomUUID();
+    // The insert fails (the table is not there) while the rest of the app works.
+    await iso.database.pool.query('alter table carrier_call_events rename to carrier_call_events_away');
+    try {
+      expect((await postTwilio(t.app, '/webhooks/twilio/status', twilioStatus(sid, 'completed'))).statusCode).toBe(204);
+      expect((await vonageEvent(vonageBody(uuid, 'completed', '2026-11-25T21:00:00.000Z'))).statusCode).toBe(204);
+    } finally {
+      await iso.database.pool.query('alter table carrier_call_events_away rename to carrier_call_events');
+    }
+    expect(await rowsFor(sid)).toEqual([]);
+    expect(await rowsFor(uuid)).toEqual([]);
+    expect((await postTwilio(t.app, '/webhooks/twilio/status', twilioStatus(sid, 'completed'))).statusCode).toBe(204);
+    expect((await rowsFor(sid)).map((r) => r.status)).toEqual(['completed']);
+  });
+
+  it('CarrierCallEventStore.record reports failed and logs a warning naming the call, without throwing', async () => {
+    const warnings: Record<string, unknown>[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line) as Record<string, unknown>) });
+    await iso.database.pool.query('alter table carrier_call_events rename to carrier_call_events_away');
+    try {
+      const store = new CarrierCallEventStore(iso.database.db);
+      await expect(store.record({ provider: 'vonage', callSid: 'CALL-x', status: 'ringing' }, log)).resolves.toBe('failed');
+    } finally {
+      await iso.database.pool.query('alter table carrier_call_events_away rename to carrier_call_events');
+    }
+    expect(warnings).toMatchObject([{ msg: 'carrier call event could not be stored', provider: 'vonage', callSid: 'CALL-x', callStatus: 'ringing' }]);
+  });
+});
+
 describe('DELETE /api/v1/conversations/{id}', () => {
   it('deletes the carrier events of its call, also those from before the conversation existed', async () => {
     const sid = randomCallSid();
