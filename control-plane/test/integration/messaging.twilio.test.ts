@@ -14,7 +14,7 @@ import { ConversationRepository } from '../../src/modules/conversations/reposito
 import { Housekeeping } from '../../src/modules/housekeeping/housekeeping.js';
 import { IdempotencyStore } from '../../src/modules/idempotency/idempotency-store.js';
 import { MessagingRepository } from '../../src/modules/messaging/repository.js';
-import { MESSAGING_APOLOGY, TEXT_ONLY_REPLY, THREAD_IDLE_MS } from '../../src/modules/messaging/service.js';
+import { MESSAGING_APOLOGY, MessagingService, TEXT_ONLY_REPLY, THREAD_IDLE_MS } from '../../src/modules/messaging/service.js';
 import { RateLimiter } from '../../src/modules/rate-limit/rate-limiter.js';
 import { call } from '../helpers.js';
 import { TELEPHONY_ENV, agentWithNumber, postTwilio, randomE164 } from '../telephony-fixtures.js';
@@ -298,5 +298,43 @@ describe('POST /webhooks/twilio/whatsapp', () => {
     expect(twimlMessage((await postTwilio(w.app, '/webhooks/twilio/whatsapp', messageParams('sms', routed.phoneNumber, randomSender(), 'hi'))).body)).toBeNull();
     expect(twimlMessage((await postTwilio(w.app, '/webhooks/twilio/whatsapp', messageParams('whatsapp', randomE164(), randomSender(), 'hi'))).body)).toBeNull();
     expect(await storedCounts(w.database, w.tenant.tenantId)).toEqual(before);
+  });
+});
+
+describe('a message that comes as its thread turns idle', () => {
+  it('opens a new thread when the idle sweep closes the old one between openThread and the insert, and stores the message there once', async () => {
+    const sender = randomSender();
+    const first = unique('Hello there');
+    w.openai.addReply({ match: first, reply: 'Hi.' });
+    expect((await postTwilio(w.app, '/webhooks/twilio/sms', messageParams('sms', routed.phoneNumber, sender, first))).statusCode).toBe(200);
+    const [old] = await threadOf('sms', sender);
+    // The sweep runs right after openThread's transaction (and its lock) ends, once.
+    const repo = new MessagingRepository(w.database.db);
+    let swept = 0;
+    const racing = Object.assign(Object.create(repo) as MessagingRepository, {
+      openThread: async (...args: Parameters<MessagingRepository['openThread']>) => {
+        const opened = await repo.openThread(...args);
+        if (swept++ === 0) await w.database.db.execute(sql`update conversations set status = 'completed', end_reason = 'idle_timeout', ended_at = now() where id = ${opened.row.id}`);
+        return opened;
+      },
+    });
+    const service = new MessagingService({
+      conversations: new ConversationRepository(w.database.db),
+      threads: racing,
+      idempotency: new IdempotencyStore(w.database.pool),
+      llms: () => Promise.reject(new Error('not used by receive')),
+      log: pino({ level: 'silent' }),
+    });
+    const text = unique('Are you still there?');
+    const receipt = await service.receive({ channel: 'sms', provider: 'twilio', tenantId: w.tenant.tenantId, agentId: routed.agentId, peer: sender, messageId: `SM${randomBytes(16).toString('hex')}`, text, from: sender, to: routed.phoneNumber, metadata: {} });
+    expect(receipt.kind).toBe('accepted');
+    expect(swept).toBe(2);
+    const threads = await threadOf('sms', sender);
+    expect(threads.map((c) => c.status).sort()).toEqual(['completed', 'in_progress']);
+    const fresh = threads.find((c) => c.status === 'in_progress')!;
+    expect(fresh.id).not.toBe(old!.id);
+    expect(receipt.kind === 'accepted' && receipt.pending.conversation.id).toBe(fresh.id);
+    expect(await messagesOf(fresh.id)).toEqual([{ role: 'user', content: text }]);
+    expect((await messagesOf(old!.id)).map((m) => m.content)).toEqual([first, 'Hi.']);
   });
 });

@@ -96,10 +96,8 @@ export class MessagingService {
     try {
       const nowMs = this.now();
       const caller = msg.from ? parsePhone(msg.from) : { phoneNumber: null, country: null };
-      const { row, closed } = await this.deps.threads.openThread(
-        { tenantId: msg.tenantId, agentId: msg.agentId, channel: msg.channel, peer: msg.peer },
-        new Date(nowMs - THREAD_IDLE_MS),
-        () => ({
+      const open = () =>
+        this.deps.threads.openThread({ tenantId: msg.tenantId, agentId: msg.agentId, channel: msg.channel, peer: msg.peer }, new Date(nowMs - THREAD_IDLE_MS), () => ({
           id: newId('conv', nowMs),
           tenantId: msg.tenantId,
           agentId: agentRow.id,
@@ -117,11 +115,17 @@ export class MessagingService {
           metadata: { ...msg.metadata, [THREAD_PEER_KEY]: msg.peer },
           gatewayId: null,
           startedAt: new Date(nowMs),
-        }),
-      );
-      if (closed) this.log.info({ conversationId: closed.id, tenantId: msg.tenantId }, 'idle messaging thread closed');
-      await this.append(row, 'user', msg.text, 'text', nowMs);
-      return { kind: 'accepted', pending: { conversation: row, agent, message: msg, claimKey } };
+        }));
+      // The idle sweep (housekeeping, on any control plane) may close the thread between
+      // openThread's lock and the message's insert, when the message comes just as the thread
+      // turns idle: the thread stays as it was closed, and the message opens a new one.
+      for (let attempt = 1; ; attempt++) {
+        const { row, closed } = await open();
+        if (closed) this.log.info({ conversationId: closed.id, tenantId: msg.tenantId }, 'idle messaging thread closed');
+        if ((await this.append(row, 'user', msg.text, 'text', nowMs)) === 'stored') return { kind: 'accepted', pending: { conversation: row, agent, message: msg, claimKey } };
+        if (attempt === 2) throw new Error(`messaging thread ${row.id} was closed again while its message was stored`);
+        this.log.info({ conversationId: row.id, tenantId: msg.tenantId }, 'messaging thread closed while a message was stored; the message opens a new thread');
+      }
     } catch (err) {
       // Nothing stored (or only the thread): let the provider's retry run again.
       await this.deps.idempotency.release(msg.tenantId, claimKey).catch(() => undefined);
@@ -144,7 +148,7 @@ export class MessagingService {
       const { llm, model } = (await this.deps.llms()).pick(p.agent.llm);
       const generated = await generateReply(llm, { ...p.agent.llm, model }, replyMessages(system, history), AbortSignal.timeout(MESSAGING_REPLY_TIMEOUT_MS));
       const text = cutReply(generated.text, REPLY_MAX_CHARS[msg.channel]);
-      await this.append(conv, 'agent', text, 'llm', this.now());
+      if ((await this.append(conv, 'agent', text, 'llm', this.now())) !== 'stored') throw new Error(`messaging thread ${conv.id} was closed before the reply was stored`);
       this.log.info({ conversationId: conv.id, tenantId: conv.tenantId, channel: msg.channel, inputTokens: generated.inputTokens, outputTokens: generated.outputTokens }, 'messaging reply generated');
       outcome = { text, failed: false };
     } catch (error) {
@@ -159,16 +163,17 @@ export class MessagingService {
   /**
    * Appends a message at the thread's next position through the voice loop's
    * `recordMessage`. Two messages of one thread stored at once may pick the same position:
-   * the loser's unique violation is retried with the next one.
+   * the loser's unique violation is retried with the next one. `closed`: the thread is no
+   * longer in progress, nothing was stored.
    */
-  private async append(conv: ConversationRow, role: 'user' | 'agent', content: string, source: SessionMessage['source'], atMs: number): Promise<void> {
+  private async append(conv: ConversationRow, role: 'user' | 'agent', content: string, source: SessionMessage['source'], atMs: number): Promise<'stored' | 'closed'> {
     for (let attempt = 1; ; attempt++) {
       const seq = await this.deps.threads.nextSeq(conv.id);
       const message: SessionMessage = { id: newId('msg', atMs), seq, role, content, source, interrupted: false, durationMs: 0, timestamp: new Date(atMs).toISOString() };
       try {
         const stored = await this.deps.conversations.recordMessage(conv.tenantId, conv.id, message, null);
-        if (stored !== 'stored') throw new Error(`messaging thread ${conv.id} is ${stored}`);
-        return;
+        if (stored === 'unknown') throw new Error(`messaging thread ${conv.id} is unknown`);
+        return stored;
       } catch (err) {
         if (attempt >= 10 || !isUniqueViolation(err, 'conversation_messages_seq_key')) throw err;
       }
