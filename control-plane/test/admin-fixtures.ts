@@ -2,14 +2,21 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { buildAdminApp } from '../src/admin/admin-server.js';
 import type { Database } from '../src/db/database.js';
+import { ControlPlaneMetrics } from '../src/modules/metrics/control-plane-metrics.js';
+import { createTelephonyProviders } from '../src/modules/telephony/providers/index.js';
 import type { TelephonyProviders } from '../src/modules/telephony/providers/index.js';
 import { testConfig } from './helpers.js';
 
 export const ADMIN_TOKEN = 'admin-test-token-0123456789abcdef';
 
-/** The admin app on `database`, built as startControlPlane builds it (not listening); `telephony`: carriers (e.g. on simulators). */
+/**
+ * The admin app on `database`, built as startControlPlane builds it (not listening);
+ * `telephony`: carriers (e.g. on simulators), by default the config's, on metrics of their own.
+ */
 export async function createAdminApp(database: Database, env: Record<string, string> = {}, deps: { telephony?: TelephonyProviders } = {}): Promise<FastifyInstance> {
-  const app = await buildAdminApp(testConfig({ ADMIN_TOKEN, ...env }), { database, logger: pino({ level: 'silent' }), token: ADMIN_TOKEN, ...deps });
+  const config = testConfig({ ADMIN_TOKEN, ...env });
+  const telephony = deps.telephony ?? createTelephonyProviders(config.carrierApis, { errors: new ControlPlaneMetrics().telephonyApiErrors });
+  const app = await buildAdminApp(config, { database, logger: pino({ level: 'silent' }), token: ADMIN_TOKEN, telephony });
   await app.ready();
   return app;
 }

@@ -13,8 +13,6 @@ import { adminAuth } from './admin-auth.js';
 import { loadAdminToken } from './admin-token.js';
 import { CallInspector } from './call-inspector.js';
 import { debugRoutes } from './debug-routes.js';
-import { ControlPlaneMetrics } from '../modules/metrics/control-plane-metrics.js';
-import { createTelephonyProviders } from '../modules/telephony/providers/index.js';
 import type { TelephonyProviders } from '../modules/telephony/providers/index.js';
 
 /**
@@ -22,7 +20,7 @@ import type { TelephonyProviders } from '../modules/telephony/providers/index.js
  * so it can stay off the public network, with the same problem+json errors as the main API.
  * Every request needs the admin bearer token.
  */
-export async function buildAdminApp(config: ControlPlaneConfig, deps: { database: Database; logger: Logger; token: string; telephony?: TelephonyProviders }): Promise<FastifyInstance> {
+export async function buildAdminApp(config: ControlPlaneConfig, deps: { database: Database; logger: Logger; token: string; telephony: TelephonyProviders }): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: 64 * 1024,
@@ -44,8 +42,7 @@ export async function buildAdminApp(config: ControlPlaneConfig, deps: { database
   app.addHook('onRequest', adminAuth(deps.token));
 
   // Carriers: the control plane's (simulators in development without keys); default the configured ones, counted apart.
-  const telephony = deps.telephony ?? createTelephonyProviders(config.carrierApis, { errors: new ControlPlaneMetrics().telephonyApiErrors });
-  await app.register(debugRoutes, { prefix: '/api/v1', appEnv: config.appEnv, inspector: new CallInspector(deps.database.db), telephony, db: deps.database.db });
+  await app.register(debugRoutes, { prefix: '/api/v1', appEnv: config.appEnv, inspector: new CallInspector(deps.database.db), telephony: deps.telephony, db: deps.database.db });
   return app;
 }
 
@@ -64,14 +61,14 @@ export interface AdminServer {
  * without ADMIN_TOKEN): an admin API is better absent than open or on a generated secret
  * nobody can read.
  */
-export async function startAdminServer(config: ControlPlaneConfig, deps: { database: Database; logger: Logger; telephony?: TelephonyProviders }): Promise<AdminServer | null> {
+export async function startAdminServer(config: ControlPlaneConfig, deps: { database: Database; logger: Logger; telephony: TelephonyProviders }): Promise<AdminServer | null> {
   const log = deps.logger.child({ service: 'admin' });
   const admin = loadAdminToken(config.admin.token, config.dataDir, config.appEnv);
   if (!admin) {
     log.warn('ADMIN_TOKEN is not set: the admin API (telephony debug) is not started');
     return null;
   }
-  const app = await buildAdminApp(config, { database: deps.database, logger: log, token: admin.token, ...(deps.telephony ? { telephony: deps.telephony } : {}) });
+  const app = await buildAdminApp(config, { database: deps.database, logger: log, token: admin.token, telephony: deps.telephony });
   const url = await app.listen({ host: config.admin.host, port: config.admin.port });
   log.info({ url, tokenSource: admin.source }, 'admin API listening');
   return { app, url, tokenSource: admin.source, close: () => app.close() };
