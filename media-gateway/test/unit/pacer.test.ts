@@ -23,6 +23,13 @@ function audio(ms: number, value = 0x10): Uint8Array {
   return new Uint8Array(ms * 8).fill(value);
 }
 
+/** `n` frames, frame k filled with the value `from + k`: a duplicate or a gap shows. */
+function numbered(from: number, n: number): Uint8Array {
+  const a = new Uint8Array(n * FRAME_BYTES);
+  for (let k = 0; k < n; k++) a.fill(from + k, k * FRAME_BYTES, (k + 1) * FRAME_BYTES);
+  return a;
+}
+
 const frames = (sent: Sent[]): Extract<Sent, { kind: 'frame' }>[] => sent.filter((s): s is Extract<Sent, { kind: 'frame' }> => s.kind === 'frame');
 
 beforeEach(() => {
@@ -180,12 +187,6 @@ describe('OutboundPacer', () => {
     const { sink, sent } = recordingSink();
     const stream = pacer.register(sink);
     const t0 = clock();
-    // Frame k carries the value k, so a duplicate or a gap shows.
-    const numbered = (from: number, n: number) => {
-      const a = new Uint8Array(n * FRAME_BYTES);
-      for (let k = 0; k < n; k++) a.fill(from + k, k * FRAME_BYTES, (k + 1) * FRAME_BYTES);
-      return a;
-    };
     stream.enqueueAudio(numbered(0, 5));
     stream.enqueueMark('100');
     stream.enqueueAudio(numbered(5, 5));
@@ -227,11 +228,6 @@ describe('OutboundPacer', () => {
     const pacer = new OutboundPacer({ now: clock });
     const { sink, sent } = recordingSink();
     const stream = pacer.register(sink);
-    const numbered = (from: number, n: number) => {
-      const a = new Uint8Array(n * FRAME_BYTES);
-      for (let k = 0; k < n; k++) a.fill(from + k, k * FRAME_BYTES, (k + 1) * FRAME_BYTES);
-      return a;
-    };
     stream.enqueueAudio(numbered(0, 10));
     stream.enqueueMark('m');
     stream.enqueueAudio(numbered(10, 40));
