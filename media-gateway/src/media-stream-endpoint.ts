@@ -18,11 +18,12 @@ import { refuseUpgrade, UpgradeRouter } from './upgrade-router.js';
 const MAX_MESSAGE_BYTES = 64 * 1024;
 
 /**
- * What a text frame received before the leg exists amounts to. `unsupported` closes the
- * socket (default 1003, "unsupported media format"; a carrier may close with another code
- * for a start that lacks what it always sends) and counts it as `unsupported-format`.
+ * What a text frame received before the leg exists amounts to: the leg; `unsupported`, a
+ * start in a media format the gateway cannot take (closed 1003, counted as
+ * `unsupported-format`); `refused`, a start that lacks what the carrier always sends (closed
+ * 1008 with `reason`, counted as `bad-handshake`); or null, nothing yet. The fields are logged.
  */
-export type HandshakeStep<L> = { leg: L } | { unsupported: Record<string, unknown>; closeCode?: number; closeReason?: string } | null;
+export type HandshakeStep<L> = { leg: L } | { unsupported: Record<string, unknown> } | { refused: Record<string, unknown>; reason: string } | null;
 
 export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
   /** The path this endpoint claims (the query string is ignored by the router). */
@@ -33,8 +34,8 @@ export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
   authorize?: (req: IncomingMessage) => boolean | { refused: string };
   /**
    * A text frame before the leg exists: its `start` → the new leg; a `start` the gateway
-   * cannot take → `unsupported` (closed 1003, the fields are logged); anything else → null
-   * (ignored, the handshake goes on).
+   * cannot take → `unsupported` or `refused` (see {@link HandshakeStep}); anything else →
+   * null (ignored, the handshake goes on).
    */
   handshake: (text: string, ws: WebSocket, req: IncomingMessage) => HandshakeStep<L>;
   /** A stream passed its handshake. The callee owns the leg from here. */
@@ -94,8 +95,14 @@ export function attachMediaStreamEndpoint<L extends PacedCallLeg>(target: Server
       cleanup();
       if ('unsupported' in step) {
         mediaStreamClosed.increment('unsupported-format');
-        log.warn(step.unsupported, step.closeReason ?? 'media stream format is not supported');
-        ws.close(step.closeCode ?? 1003, step.closeReason ?? 'unsupported media format');
+        log.warn(step.unsupported, 'media stream format is not supported');
+        ws.close(1003, 'unsupported media format');
+        return;
+      }
+      if ('refused' in step) {
+        mediaStreamClosed.increment('bad-handshake');
+        log.warn(step.refused, `media stream refused: ${step.reason}`);
+        ws.close(1008, step.reason);
         return;
       }
       const leg = step.leg;

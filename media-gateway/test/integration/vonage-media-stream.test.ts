@@ -137,15 +137,17 @@ describe('Vonage WebSocket endpoint', () => {
     raw.ws.close();
   });
 
-  it('closes a socket whose content-type is not L16 16 kHz (1003) or that has no callSid header (1008)', async () => {
+  it('closes a socket whose content-type is not L16 16 kHz (1003) or that has no callSid header (1008), each counted under its reason', async () => {
     const before = mediaStreamClosed.get('unsupported-format');
+    const badBefore = mediaStreamClosed.get('bad-handshake');
     const pcm8k = await rawClient(h.uri);
     pcm8k.ws.send(JSON.stringify({ event: 'websocket:connected', 'content-type': 'audio/l16;rate=8000', ...HEADERS }));
     expect(await pcm8k.closed).toBe(1003);
     const noSid = await rawClient(h.uri);
     noSid.ws.send(JSON.stringify({ event: 'websocket:connected', 'content-type': 'audio/l16;rate=16000', agentId: 'agt_1' }));
     expect(await noSid.closed).toBe(1008);
-    expect(mediaStreamClosed.get('unsupported-format')).toBe(before + 2);
+    expect(mediaStreamClosed.get('unsupported-format')).toBe(before + 1);
+    expect(mediaStreamClosed.get('bad-handshake')).toBe(badBefore + 1);
   });
 
   it('closes a socket that sends no websocket:connected in time', async () => {
