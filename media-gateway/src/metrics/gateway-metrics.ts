@@ -60,7 +60,7 @@ export class GatewayMetrics implements CallMetrics {
       activeCalls: () => number;
       /** The gateway's outbound pacer. */
       pacerStats: () => PacerStats;
-      /** `svc.telephony.media_stream_closed` (process-wide: the Twilio endpoint counts into one). */
+      /** `svc.telephony.media_stream_closed` (process-wide: every carrier endpoint counts into one). */
       mediaStreamClosed: TaggedCounter;
       /** Gap above which a frame is late, ms (the pacer's `lateGapMs`). */
       lateGapMs: number;
@@ -80,7 +80,7 @@ export class GatewayMetrics implements CallMetrics {
     new Counter({ name: 'vap_pacer_late_ticks_total', help: 'Ticks of the outbound pacing timer that fired a whole frame (20 ms) or more late', registers, collect() { this.reset(); this.inc(source.pacerStats().lateTicks); } });
     new Counter({
       name: 'svc_telephony_media_stream_closed_total',
-      help: 'svc.telephony.media_stream_closed: Twilio media stream sockets closed or refused, by reason',
+      help: 'svc.telephony.media_stream_closed: carrier media stream sockets (Twilio, Telnyx, Vonage) closed or refused, by reason',
       labelNames: ['reason'],
       registers,
       collect() {
