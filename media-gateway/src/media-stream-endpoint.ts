@@ -30,8 +30,13 @@ export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
   path: string;
   /** Bound to the carrier (`provider`). */
   log: Logger;
-  /** False, or why, refuses the upgrade with 403 (counted as `bad-signature`). Default: accept. */
-  authorize?: (req: IncomingMessage) => boolean | { refused: string };
+  /**
+   * False, or why, refuses the upgrade with 403 (counted as `bad-signature`). A string: the
+   * carrier's credentials are not configured (sandbox), every upgrade is accepted, and the
+   * string is logged as a warning once, at the first upgrade. Absent: the carrier signs
+   * nothing (Telnyx), every upgrade is accepted.
+   */
+  authorize?: ((req: IncomingMessage) => boolean | { refused: string }) | string;
   /**
    * A text frame before the leg exists: its `start` → the new leg; a `start` the gateway
    * cannot take → `unsupported` or `refused` (see {@link HandshakeStep}); anything else →
@@ -66,11 +71,17 @@ export function attachMediaStreamEndpoint<L extends PacedCallLeg>(target: Server
   const legs = new Set<L>();
   const handshaking = new Set<WebSocket>();
   let closing = false;
+  let uncheckedLogged = false;
 
   function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', (err) => log.debug({ err }, 'upgrade socket error'));
     if (closing) return refuseUpgrade(socket, 503);
-    const verdict = opts.authorize?.(req) ?? true;
+    let verdict: boolean | { refused: string } = true;
+    if (typeof opts.authorize === 'function') verdict = opts.authorize(req);
+    else if (opts.authorize !== undefined && !uncheckedLogged) {
+      log.warn(opts.authorize);
+      uncheckedLogged = true;
+    }
     if (verdict !== true) {
       mediaStreamClosed.increment('bad-signature');
       log.warn(verdict === false ? {} : { reason: verdict.refused }, 'media stream upgrade refused: bad signature or credentials');

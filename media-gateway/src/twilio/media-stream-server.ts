@@ -43,14 +43,8 @@ export type TwilioMediaStreams = MediaStreamEndpoint;
  */
 export function attachTwilioMediaStreams(target: Server | UpgradeRouter, opts: TwilioMediaStreamsOptions): TwilioMediaStreams {
   const log = opts.logger.child({ provider: 'twilio' });
-  let sandboxLogged = false;
 
-  function signatureOk(req: IncomingMessage): boolean {
-    if (!opts.authToken) {
-      if (!sandboxLogged) log.warn('no Twilio auth token configured: media stream upgrades are accepted without a signature check (sandbox)');
-      sandboxLogged = true;
-      return true;
-    }
+  function signatureOk(authToken: string, req: IncomingMessage): boolean {
     const signature = req.headers['x-twilio-signature'];
     if (typeof signature !== 'string' || signature === '') {
       log.warn('media stream upgrade without X-Twilio-Signature accepted');
@@ -59,13 +53,13 @@ export function attachTwilioMediaStreams(target: Server | UpgradeRouter, opts: T
     const query = (req.url ?? '').indexOf('?');
     const candidates = [opts.publicUrl + TWILIO_MEDIA_STREAM_PATH];
     if (query >= 0) candidates.push(opts.publicUrl + TWILIO_MEDIA_STREAM_PATH + (req.url ?? '').slice(query));
-    return candidates.some((url) => validateTwilioSignature({ authToken: opts.authToken!, url, signature }));
+    return candidates.some((url) => validateTwilioSignature({ authToken, url, signature }));
   }
 
   return attachMediaStreamEndpoint<TwilioLeg>(target, {
     path: TWILIO_MEDIA_STREAM_PATH,
     log,
-    authorize: signatureOk,
+    authorize: opts.authToken ? signatureOk.bind(null, opts.authToken) : 'no Twilio auth token configured: media stream upgrades are accepted without a signature check (sandbox)',
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
     onCall: opts.onCall,
     handshake: (text, ws) => {

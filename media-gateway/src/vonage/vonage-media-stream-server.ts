@@ -47,22 +47,16 @@ export type VonageMediaStreams = MediaStreamEndpoint;
  */
 export function attachVonageMediaStreams(target: Server | UpgradeRouter, opts: VonageMediaStreamsOptions): VonageMediaStreams {
   const log = opts.logger.child({ provider: 'vonage' });
-  let sandboxLogged = false;
 
-  function signedJwt(req: IncomingMessage): true | { refused: string } {
-    if (!opts.signatureSecret) {
-      if (!sandboxLogged) log.warn('no Vonage signature secret configured: WebSocket upgrades are accepted without a check (sandbox)');
-      sandboxLogged = true;
-      return true;
-    }
-    const check = verifyVonageWebhook({ secret: opts.signatureSecret, token: vonageBearerToken(req.headers.authorization), rawBody: '', allowMissingPayloadHash: true });
+  function signedJwt(secret: string, req: IncomingMessage): true | { refused: string } {
+    const check = verifyVonageWebhook({ secret, token: vonageBearerToken(req.headers.authorization), rawBody: '', allowMissingPayloadHash: true });
     return check.ok ? true : { refused: check.reason };
   }
 
   return attachMediaStreamEndpoint<VonageLeg>(target, {
     path: VONAGE_MEDIA_STREAM_PATH,
     log,
-    authorize: signedJwt,
+    authorize: opts.signatureSecret ? signedJwt.bind(null, opts.signatureSecret) : 'no Vonage signature secret configured: WebSocket upgrades are accepted without a check (sandbox)',
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
     onCall: opts.onCall,
     handshake: (text, ws) => {
