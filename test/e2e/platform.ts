@@ -63,6 +63,23 @@ export function collectUnhandledRejections(): { readonly reasons: unknown[]; sto
   return { reasons, stop: () => void process.off('unhandledRejection', listener) };
 }
 
+/**
+ * `start` on a port that was free a moment ago. Between {@link freePort} and the listen the
+ * port can be taken (a parallel test's server, or an outgoing connection's ephemeral port:
+ * CI once failed with EADDRINUSE there), so on EADDRINUSE it starts again on another port,
+ * up to 5 times.
+ */
+async function onFreePort<T>(start: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return await start(port);
+    } catch (err) {
+      if (attempt >= 5 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    }
+  }
+}
+
 let numberSeq = Math.floor(Math.random() * 9000);
 
 /**
@@ -83,29 +100,32 @@ export async function startPlatform(kind: 'in-process' | 'nats', env: Record<str
   } else {
     cpBus = gwBus = new InProcessBus();
   }
-  const [gwPort, cpPort] = [await freePort(), await freePort()];
-  const gatewayUrl = `ws://127.0.0.1:${gwPort}`;
-  const cpUrl = `http://127.0.0.1:${cpPort}`;
   const providers = await startProviders({});
-  const gateway = await startMediaGateway(
-    loadGatewayConfig({ GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: String(gwPort), MEDIA_GATEWAY_PUBLIC_URL: gatewayUrl, TWILIO_AUTH_TOKEN: TWILIO_TOKEN, LOG_LEVEL: 'silent', GATEWAY_HEARTBEAT_INTERVAL_MS: '1000', ...env }),
-    { bus: gwBus, logger, providers },
-  );
-  const cp = await startControlPlane(
-    loadConfig({
+  // The public URLs are part of the configuration (Twilio signs them), so the ports are picked first.
+  const { gateway, gatewayUrl } = await onFreePort(async (gwPort) => {
+    const url = `ws://127.0.0.1:${gwPort}`;
+    const started = await startMediaGateway(
+      loadGatewayConfig({ GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: String(gwPort), MEDIA_GATEWAY_PUBLIC_URL: url, TWILIO_AUTH_TOKEN: TWILIO_TOKEN, LOG_LEVEL: 'silent', GATEWAY_HEARTBEAT_INTERVAL_MS: '1000', ...env }),
+      { bus: gwBus, logger, providers },
+    );
+    return { gateway: started, gatewayUrl: url };
+  });
+  const { cp, cpUrl } = await onFreePort(async (cpPort) => {
+    const url = `http://127.0.0.1:${cpPort}`;
+    const config = loadConfig({
       DATABASE_URL: inject('databaseUrl'),
       HOST: '127.0.0.1',
       PORT: String(cpPort),
-      PUBLIC_URL: cpUrl,
+      PUBLIC_URL: url,
       ADMIN_PORT: '0',
       LOG_LEVEL: 'silent',
       SECRET_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
       MEDIA_GATEWAY_PUBLIC_URL: gatewayUrl,
       TWILIO_AUTH_TOKEN: TWILIO_TOKEN,
       ...env,
-    }),
-    { bus: cpBus, logger },
-  );
+    });
+    return { cp: await startControlPlane(config, { bus: cpBus, logger }), cpUrl: url };
+  });
   const events: Payload<'platformEvent'>[] = [];
   const sub = cpBus.subscribe('platformEvent', SUBJECTS.platformEvent.wildcard, ({ payload }) => void events.push(payload));
   const tenant = await createTenant(cp.database);
