@@ -44,10 +44,11 @@ function take(map: Map<string, number>, name: string): boolean {
 /** The carrier's outbound messages. */
 export interface LegWire {
   /**
-   * Agent audio, one paced 20 ms μ-law frame (the {@link FRAME_BYTES} bytes of `bytes` from
-   * `offset`, see `PacerSink.sendFrame`), as a text message or as a binary frame.
+   * Agent audio, one paced 20 ms μ-law frame: `bytes[start, end)`, a range of the queued
+   * chunk (no view is made per frame, see `PacerSink.sendFrame`), as a text message or as a
+   * binary frame.
    */
-  media(bytes: Buffer, offset: number): string | Uint8Array;
+  media(bytes: Buffer, start: number, end: number): string | Uint8Array;
   /**
    * The carrier's mark and clear text messages. Null for a carrier that has none (Vonage):
    * marks are then reported by the {@link LocalMarkPlayout} model, a clear or pause recalls
@@ -110,7 +111,7 @@ export abstract class PacedCallLeg implements CallLeg {
     this.local = opts.wire.marks ? null : new LocalMarkPlayout((name) => this.deliverMarkEcho(name));
     this.stream = opts.pacer.register({
       sendFrame: (bytes, offset) => {
-        if (!this.send(this.wire.media(bytes, offset))) return;
+        if (!this.send(this.wire.media(bytes, offset, offset + FRAME_BYTES))) return;
         if (!this.local && this.sentListeners.length === 0) return;
         const at = performance.now();
         this.local?.frameSent(at);
@@ -262,8 +263,9 @@ export abstract class PacedCallLeg implements CallLeg {
 
   /**
    * Close the stream from our side (code 1000; Twilio and Telnyx continue their TwiML/TeXML
-   * after `</Connect>`, Vonage posts `disconnected` and ends the call). `onEnd('local')` fires at once; resolves when the socket is closed (the
-   * TCP connection is cut after 2 s without the carrier's closing handshake).
+   * after `</Connect>`, Vonage posts `disconnected` and ends the call). `onEnd('local')`
+   * fires at once; resolves when the socket is closed (the TCP connection is cut after 2 s
+   * without the carrier's closing handshake).
    */
   async hangup(): Promise<void> {
     await this.shutdown(1000, 'local');

@@ -7,7 +7,6 @@ import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
 import type { CallLeg } from '../call-leg.js';
 import { PacedCallLeg } from '../paced-call-leg.js';
-import { FRAME_BYTES } from '../twilio/pacer.js';
 import type { OutboundPacer } from '../twilio/pacer.js';
 import { decodeMediaPayload } from '../twilio/serializer.js';
 import { ChunkReorderer } from './chunk-reorderer.js';
@@ -79,7 +78,7 @@ export class TelnyxLeg extends PacedCallLeg implements CallLeg {
       log: opts.logger.child({ provider: 'telnyx', callSid, streamId: opts.start.stream_id }),
       callSid,
       parameters,
-      wire: { media: (bytes, offset) => telnyxMediaMessage(bytes, offset, offset + FRAME_BYTES), marks: { mark: telnyxMarkMessage, clear: telnyxClearMessage } },
+      wire: { media: telnyxMediaMessage, marks: { mark: telnyxMarkMessage, clear: telnyxClearMessage } },
     });
     this.streamId = opts.start.stream_id;
     this.callControlId = s.call_control_id;

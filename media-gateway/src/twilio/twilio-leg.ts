@@ -7,7 +7,6 @@ import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
 import type { CallLeg } from '../call-leg.js';
 import { PacedCallLeg } from '../paced-call-leg.js';
-import { FRAME_BYTES } from './pacer.js';
 import type { OutboundPacer } from './pacer.js';
 import { clearMessage, decodeMediaPayload, markMessage, mediaMessageWriter, parseTwilioMessage, scanInboundMedia } from './serializer.js';
 import type { TwilioInbound, TwilioStart } from './wire.js';
@@ -36,14 +35,13 @@ export class TwilioLeg extends PacedCallLeg implements CallLeg {
 
   constructor(opts: TwilioLegOptions) {
     const s = opts.start.start;
-    const media = mediaMessageWriter(s.streamSid);
     super({
       socket: opts.socket,
       pacer: opts.pacer,
       log: opts.logger.child({ provider: 'twilio', callSid: s.callSid, streamSid: s.streamSid }),
       callSid: s.callSid,
       parameters: s.customParameters,
-      wire: { media: (bytes, offset) => media(bytes, offset, offset + FRAME_BYTES), marks: { mark: (name) => markMessage(s.streamSid, name), clear: () => clearMessage(s.streamSid) } },
+      wire: { media: mediaMessageWriter(s.streamSid), marks: { mark: (name) => markMessage(s.streamSid, name), clear: () => clearMessage(s.streamSid) } },
     });
     this.accountSid = s.accountSid;
     this.streamSid = s.streamSid;

@@ -21,7 +21,6 @@ import type { CallLeg } from '../call-leg.js';
 import type { LegWire } from '../paced-call-leg.js';
 import { PacedCallLeg } from '../paced-call-leg.js';
 import type { LegEndReason } from '../paced-call-leg.js';
-import { FRAME_BYTES } from '../twilio/pacer.js';
 import type { OutboundPacer } from '../twilio/pacer.js';
 import { L16ToMulaw, MulawToL16 } from './l16-converter.js';
 import { parseVonageMessage } from './wire.js';
@@ -50,7 +49,7 @@ export class VonageLeg extends PacedCallLeg implements CallLeg {
     const parameters = { ...opts.connected.headers };
     const callSid = parameters['callSid'] ?? '';
     const toVonage = new MulawToL16();
-    const wire: LegWire = { media: (bytes, offset) => toVonage.convert(bytes.subarray(offset, offset + FRAME_BYTES)), marks: null, onClear: () => toVonage.reset() };
+    const wire: LegWire = { media: (bytes, start, end) => toVonage.convert(bytes.subarray(start, end)), marks: null, onClear: () => toVonage.reset() };
     super({ socket: opts.socket, pacer: opts.pacer, log: opts.logger.child({ provider: 'vonage', callSid }), callSid, parameters, wire });
   }
 
