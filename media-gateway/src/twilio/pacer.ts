@@ -258,9 +258,9 @@ export class PacedStream {
 
   /**
    * Queue μ-law audio of any length; it is cut into 20 ms frames as it is sent. The memory
-   * is kept, not copied: do not change it afterwards. When the far end is about to run dry (start of an utterance, an
-   * underrun), frames go out at once rather than at the next tick: that tick could be up to
-   * 20 ms away. Otherwise the tick sends them: a frame sent between two slots (the next
+   * is kept, not copied: do not change it afterwards. When the far end is about to run dry
+   * (start of an utterance, an underrun), frames go out at once rather than at the next
+   * tick: that tick could be up to 20 ms away. Otherwise the tick sends them: a frame sent between two slots (the next
    * sentence arriving mid-utterance) would make the next slot send none (gaps of x, 40 − x).
    */
   enqueueAudio(mulaw: Uint8Array): void {

@@ -63,7 +63,7 @@ export function attachVonageMediaStreams(target: Server | UpgradeRouter, opts: V
       const msg = parseVonageMessage(text, (reason, detail) => log.debug({ reason, detail }, 'message before websocket:connected ignored'));
       if (!msg || msg.event !== 'websocket:connected') return null;
       if (!isL16At16k(msg.contentType)) return { unsupported: { contentType: msg.contentType, callSid: msg.headers['callSid'] } };
-      // Refused like a wrong format (and counted with them): the handshake lacks what the NCCO always sends.
+      // Refused (1008, counted as bad-handshake): the handshake lacks what the NCCO always sends.
       if (!msg.headers['callSid']) return { refused: { headers: Object.keys(msg.headers) }, reason: 'missing callSid header' };
       return { leg: new VonageLeg({ socket: ws, connected: msg, pacer: opts.pacer, logger: opts.logger }) };
     },
