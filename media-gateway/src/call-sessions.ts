@@ -1,11 +1,13 @@
 import type { Logger } from 'pino';
 import { BusRequestError, SUBJECTS } from '@vap/shared';
 import type { AgentConfig, Bus, ReplyPayload } from '@vap/shared';
-import { DEFAULT_KNOWLEDGE_MAX_CHARS, DEFAULT_RETRIEVAL_TIMEOUT_MS, EnergyVad, KNOWLEDGE_TOP_K, ProviderError, VoiceSession, createCallProviders } from '@vap/voice-pipeline';
-import type { KnowledgeOptions, ProviderEndpoints, SessionOutcome, TurnMetrics } from '@vap/voice-pipeline';
+import { DEFAULT_KNOWLEDGE_MAX_CHARS, DEFAULT_RETRIEVAL_TIMEOUT_MS, EnergyVad, KNOWLEDGE_TOP_K, ProviderError, VoiceSession, createCallProviders, resolveCallEndpoints } from '@vap/voice-pipeline';
+import type { KnowledgeOptions, ProviderEndpoints, SessionStatus, TurnMetrics } from '@vap/voice-pipeline';
 import type { CallLeg } from './call-leg.js';
 import type { CallMetrics } from './metrics/gateway-metrics.js';
 import type { CallRecorder } from './recording/call-recorder.js';
+import type { PipelineThreads, SessionHandle, SessionHooks } from './pipeline-threads/pipeline-threads.js';
+import type { SessionResult } from './pipeline-threads/protocol.js';
 import type { CallRecording, RecordingArchiver } from './recording/recording-archiver.js';
 
 /** Parameters the control plane puts in `<Stream>`; the rest of them is call metadata. */
@@ -15,7 +17,7 @@ const ROUTING_PARAMETERS = new Set(['agentId', 'tenantId', 'callSid', 'from', 't
 export interface CallSummary {
   callSid: string;
   conversationId: string | null;
-  status: 'in_progress' | SessionOutcome['status'] | 'rejected';
+  status: 'in_progress' | SessionStatus | 'rejected';
   endReason: string | null;
   turnMetrics: TurnMetrics[];
   bargeInReactionMs: number[];
@@ -24,7 +26,7 @@ export interface CallSummary {
 
 interface ActiveCall {
   conversationId: string;
-  session: VoiceSession;
+  session: SessionHandle;
   done: Promise<void>;
 }
 
@@ -55,6 +57,8 @@ export class CallSessions {
       metrics?: CallMetrics;
       /** How long a caller turn waits for knowledge-base passages before going on without (ms, default 800). */
       retrievalTimeoutMs?: number;
+      /** Where the voice sessions run: these threads; absent, on this event loop. */
+      pipelines?: PipelineThreads;
     },
   ) {}
 
@@ -102,7 +106,7 @@ export class CallSessions {
     // Caller audio keeps coming while the control plane answers: keep it for the session.
     const early: Uint8Array[] = [];
     const earlyDigits: string[] = [];
-    let session: VoiceSession | null = null;
+    let session: SessionHandle | null = null;
     let recorder: CallRecorder | null = null;
     let legEnded: 'hangup' | 'socket-lost' | 'local' | null = null;
     leg.onAudio((a) => {
@@ -176,10 +180,11 @@ export class CallSessions {
       });
     };
 
-    let outcome: SessionOutcome;
-    let providers;
+    let outcome: SessionResult;
+    let substituted: string[];
     try {
-      providers = createCallProviders(agent.config, this.deps.endpoints, { ttsFirstByteTimeoutMs: this.deps.ttsFirstByteTimeoutMs });
+      // Decided here, wherever the session runs: an agent whose providers cannot be served fails before it starts.
+      substituted = resolveCallEndpoints(agent.config, this.deps.endpoints).substituted;
     } catch (err) {
       const error = err instanceof ProviderError ? err : new ProviderError({ provider: 'unknown', capability: 'llm', code: 'provider_unsupported', message: String(err), retryable: false });
       reportError(error, false);
@@ -190,23 +195,18 @@ export class CallSessions {
       metrics?.callEnded('failed');
       return;
     }
-    summary.providers = providers.substituted;
-    if (providers.substituted.length > 0) log.info({ substituted: providers.substituted }, 'sandbox simulators stand in for providers without adapters');
+    summary.providers = substituted;
+    if (substituted.length > 0) log.info({ substituted }, 'sandbox simulators stand in for providers without adapters');
 
     // t=0 of the recording is the session's start: the two clocks agree to well under a frame.
     recorder = this.deps.recordings?.recorderFor(agent.config, performance.now()) ?? null;
     if (recorder) leg.onAudioSent(recorder.agentAudioSent.bind(recorder));
-    const s = new VoiceSession({
-      agent: agent.config,
-      providers,
-      transport: leg,
-      call: { callSid: leg.callSid, from: p['from'] ?? null, to: p['to'] ?? null, metadata },
-      vad: new EnergyVad({ sampleRateHz: 8000 }),
+    const call = { callSid: leg.callSid, from: p['from'] ?? null, to: p['to'] ?? null, metadata };
+    const knowledge = agent.config.knowledgeBaseIds.length > 0 ? this.knowledgeFor(tenantId, agent.id, conversationId, agent.config.knowledgeBaseIds) : undefined;
+    const hooks: SessionHooks = {
       logger: log.child({ conversationId }),
-      startedAtMs: Date.parse(prepared.startedAt),
       onMessage: (message, turn) => void bus.publish('sessionMessage', SUBJECTS.sessionMessage.subject(tenantId, conversationId), { conversationId, tenantId, message, turn }),
       onError: reportError,
-      ...(agent.config.knowledgeBaseIds.length > 0 ? { knowledge: this.knowledgeFor(tenantId, agent.id, conversationId, agent.config.knowledgeBaseIds) } : {}),
       onTurnMetrics: (m) => {
         summary.turnMetrics.push(m);
         metrics?.turn(m, callProviders);
@@ -217,7 +217,33 @@ export class CallSessions {
         metrics?.bargeIn(ms);
       },
       onFalseInterruption: () => metrics?.falseInterruption?.(),
-    });
+      ...(knowledge ? { retrieve: (query: string) => knowledge.retrieve(query, new AbortController().signal) } : {}),
+    };
+    const pipelines = this.deps.pipelines;
+    const s: SessionHandle = pipelines
+      ? pipelines.open(
+          {
+            agent: agent.config,
+            endpoints: this.deps.endpoints,
+            ttsFirstByteTimeoutMs: this.deps.ttsFirstByteTimeoutMs,
+            call,
+            startedAtMs: Date.parse(prepared.startedAt),
+            logLevel: log.level,
+            knowledge: knowledge ? { timeoutMs: knowledge.timeoutMs!, maxChars: knowledge.maxChars! } : null,
+          },
+          leg,
+          hooks,
+        )
+      : new VoiceSession({
+          agent: agent.config,
+          providers: createCallProviders(agent.config, this.deps.endpoints, { ttsFirstByteTimeoutMs: this.deps.ttsFirstByteTimeoutMs }),
+          transport: leg,
+          call,
+          vad: new EnergyVad({ sampleRateHz: 8000 }),
+          startedAtMs: Date.parse(prepared.startedAt),
+          ...hooks,
+          ...(knowledge ? { knowledge } : {}),
+        });
     session = s;
     const done = (async () => {
       outcome = await s.ended;
@@ -270,7 +296,7 @@ export class CallSessions {
     agentId: string,
     tenantId: string,
     conversationId: string,
-    outcome: SessionOutcome | null,
+    outcome: SessionResult | null,
     failure: { status: 'failed'; endReason: string; error: { code: string; message: string } } | null,
     config: { llm: { provider: string; model: string }; voice: { provider: string }; transcription: { provider: string; language?: string } },
     recording: CallRecording | null = null,

@@ -37,6 +37,9 @@ export const gatewayConfigSchema = z.object({
   DATA_DIR: z.string().default('.data'),
   // Worker threads that encode finished calls' recordings (MP3/WAV) off the event loop.
   RECORDING_ENCODER_WORKERS: z.coerce.number().int().min(1).max(16).default(1),
+  // Worker threads that run the calls' voice pipelines (STT, LLM, TTS), off the event loop that
+  // paces every call's audio. 0: the pipelines run on that event loop.
+  PIPELINE_THREADS: z.coerce.number().int().min(0).max(16).default(0),
   // Bearer token GET /metrics requires (shared with the control plane). Unset: /metrics is public like /healthz.
   METRICS_TOKEN: optionalText,
   // The recording store, read by objectStoreConfigFromEnv (shared with the control plane).
@@ -70,6 +73,8 @@ export interface GatewayConfig {
   recordings: ObjectStoreConfig;
   /** Size of the recording encoder pool (worker threads). */
   recordingEncoderWorkers: number;
+  /** Worker threads running the voice pipelines; 0: they run on the gateway's event loop. */
+  pipelineThreads: number;
   /** `GET /metrics` requires `Authorization: Bearer <token>` when set; public when undefined. */
   metricsToken?: string | undefined;
 }
@@ -105,6 +110,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     dataDir: e.DATA_DIR,
     recordings,
     recordingEncoderWorkers: e.RECORDING_ENCODER_WORKERS,
+    pipelineThreads: e.PIPELINE_THREADS,
     metricsToken: e.METRICS_TOKEN,
   });
 }

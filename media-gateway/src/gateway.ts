@@ -10,6 +10,7 @@ import { CallSessions } from './call-sessions.js';
 import type { GatewayConfig } from './config.js';
 import { GatewayMetrics } from './metrics/gateway-metrics.js';
 import { EncoderPool } from './recording/encoder-pool.js';
+import { PipelineThreads } from './pipeline-threads/pipeline-threads.js';
 import { RecordingArchiver } from './recording/recording-archiver.js';
 import { attachTelnyxMediaStreams } from './telnyx/media-stream-server.js';
 import { attachTwilioMediaStreams } from './twilio/media-stream-server.js';
@@ -71,6 +72,7 @@ export async function startMediaGateway(
   // Encoder workers start on the first recorded call; a gateway that records nothing runs none.
   const encoders = new EncoderPool({ size: config.recordingEncoderWorkers, logger: deps.logger });
   const recordings = new RecordingArchiver({ store: deps.recordingStore ?? createObjectStore(config.recordings), encoders });
+  const pipelines = !deps.onCall && config.pipelineThreads > 0 ? new PipelineThreads({ size: config.pipelineThreads, logger: deps.logger }) : undefined;
   const sessions = deps.onCall
     ? undefined
     : new CallSessions({
@@ -82,6 +84,7 @@ export async function startMediaGateway(
         ttsFirstByteTimeoutMs: config.ttsFirstByteTimeoutMs,
         recordings,
         metrics,
+        ...(pipelines ? { pipelines } : {}),
       });
   const onCall = deps.onCall ?? ((leg: CallLeg) => sessions!.handle(leg));
   // Each carrier's media-stream endpoint claims its own path on the one upgrade router.
@@ -120,6 +123,7 @@ export async function startMediaGateway(
       await Promise.all(subs.map((s) => s.close()));
       // End live calls first, so each final record (and recording) reaches the control plane.
       await sessions?.close();
+      await pipelines?.close();
       await encoders.close();
       await streams.close();
       await vonageStreams.close();

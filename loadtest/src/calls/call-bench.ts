@@ -1,6 +1,6 @@
 /**
  * `pnpm bench:calls [-- --calls 200 --ramp-sec 20 --steady-sec 60 --workers 2 --no-relay
- * --stt-latency-ms 0 --out <dir>]`: N simulated Twilio callers against a media gateway on
+ * --stt-latency-ms 0 --out <dir> --pipeline-threads <n>]`: N simulated Twilio callers against a media gateway on
  * the sandbox providers, then the same callers against a bare WebSocket relay.
  *
  * Processes: the provider simulators; the server under test (a fresh gateway, then a fresh
@@ -94,7 +94,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   // Awaited below; until then a rejection must not count as unhandled.
   for (const p of [workersReady, serverReady, providers]) p.catch(() => {});
   const sims = await providers;
-  server.send({ kind: 'start', target, providers: target === 'gateway' ? sims : null, sampleIntervalMs: SAMPLE_INTERVAL_MS });
+  server.send({ kind: 'start', target, providers: target === 'gateway' ? sims : null, sampleIntervalMs: SAMPLE_INTERVAL_MS, pipelineThreads: config.pipelineThreads });
   const ready = await serverReady;
   const before = await scrape(ready.metricsUrl);
   await workersReady;

@@ -23,9 +23,11 @@ export interface CallBenchConfig {
   outDir: string;
   /** Write a V8 CPU profile of each server process (gateway, relay) into this directory (`--cpu-prof <dir>`), or null. */
   cpuProfDir: string | null;
+  /** The gateway's pipeline threads (`--pipeline-threads`, its `PIPELINE_THREADS`); null: the gateway's default. */
+  pipelineThreads: number | null;
 }
 
-export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>]';
+export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--pipeline-threads <n>]';
 
 /** Bounds keep a run bounded in count and time (two targets of at most ramp + steady + a call's drain each). */
 export const CALL_BENCH_LIMITS = { calls: 1000, rampSec: 300, steadySec: 600, workers: 16, sttLatencyMs: 5000 } as const;
@@ -46,7 +48,7 @@ function intIn(raw: string | undefined, name: string, def: number, min: number, 
 export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): CallBenchConfig {
   // `pnpm bench:calls -- --calls 5` may hand a bare `--` through.
   const args = argv.filter((a) => a !== '--');
-  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string; 'cpu-prof'?: string };
+  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string; 'cpu-prof'?: string; 'pipeline-threads'?: string };
   try {
     ({ values } = parseArgs({
       args,
@@ -59,6 +61,7 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
         'stt-latency-ms': { type: 'string' },
         out: { type: 'string' },
         'cpu-prof': { type: 'string' },
+        'pipeline-threads': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -73,8 +76,9 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
   const steadySec = intIn(values['steady-sec'], '--steady-sec', 30, 1, L.steadySec, problems);
   const workers = intIn(values.workers, '--workers', 2, 1, L.workers, problems);
   const sttLatencyMs = intIn(values['stt-latency-ms'], '--stt-latency-ms', 0, 0, L.sttLatencyMs, problems);
+  const pipelineThreads = values['pipeline-threads'] === undefined ? null : intIn(values['pipeline-threads'], '--pipeline-threads', 0, 0, 16, problems);
   if (values.out !== undefined && values.out.trim() === '') problems.push('--out: must be a directory path');
   if (values['cpu-prof'] !== undefined && values['cpu-prof'].trim() === '') problems.push('--cpu-prof: must be a directory path');
   if (problems.length > 0) throw new BenchConfigError(problems);
-  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR, cpuProfDir: values['cpu-prof'] ?? null });
+  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR, cpuProfDir: values['cpu-prof'] ?? null, pipelineThreads });
 }

@@ -59,6 +59,7 @@ async function start(opts: ServerStart): Promise<BenchServer> {
     OPENAI_BASE_URL: p.openai.url,
     ELEVENLABS_API_KEY: p.elevenlabs.apiKey,
     ELEVENLABS_BASE_URL: p.elevenlabs.url,
+    ...(opts.pipelineThreads === null ? {} : { PIPELINE_THREADS: String(opts.pipelineThreads) }),
   });
   const bus = new InProcessBus();
   const agentId = newId('agt');

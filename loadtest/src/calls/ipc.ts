@@ -48,6 +48,8 @@ export interface ServerStart {
   /** The simulators the gateway's providers point at (unused by the relay). */
   providers: { deepgram: ProviderAddress; openai: ProviderAddress; elevenlabs: ProviderAddress } | null;
   sampleIntervalMs: number;
+  /** The gateway's `PIPELINE_THREADS`; null: its default. */
+  pipelineThreads: number | null;
 }
 
 /** The parent tells the server when the steady state runs (epoch ms), for its loop-delay window. */

@@ -26,14 +26,25 @@ export interface CallProviders {
   substituted: string[];
 }
 
+/** Where each of one call's providers is reached, and which capabilities a simulator stands in for. */
+export interface CallEndpoints {
+  stt: ProviderEndpoint;
+  llm: ProviderEndpoint;
+  tts: ProviderEndpoint;
+  /** Capabilities served by a simulator because the agent's provider has no adapter yet. */
+  substituted: string[];
+}
+
 /**
- * The three providers of one call, from the agent's configuration. Providers without an
- * adapter yet (the spec lists more than Deepgram, OpenAI and ElevenLabs) fall back to the
- * simulator of that capability when it runs in sandbox mode, so any agent can be tried;
- * with real keys configured they fail clearly (`provider_unsupported`) instead of sending
- * the call to a provider the customer did not choose.
+ * Where the three providers of one call are reached, from the agent's configuration.
+ * Providers without an adapter yet (the spec lists more than Deepgram, OpenAI and
+ * ElevenLabs) fall back to the simulator of that capability when it runs in sandbox mode,
+ * so any agent can be tried; with real keys configured they fail clearly
+ * (`provider_unsupported`, thrown) instead of sending the call to a provider the customer
+ * did not choose. Builds no client: the gateway decides with it before a call's pipeline
+ * starts, wherever that pipeline runs.
  */
-export function createCallProviders(agent: AgentConfig, endpoints: ProviderEndpoints, opts: { llmTimeoutMs?: number; ttsFirstByteTimeoutMs?: number } = {}): CallProviders {
+export function resolveCallEndpoints(agent: AgentConfig, endpoints: ProviderEndpoints): CallEndpoints {
   const substituted: string[] = [];
   const pick = <K extends keyof ProviderEndpoints>(capability: string, configured: string, key: K): ProviderEndpoint => {
     const ep = endpoints[key];
@@ -44,9 +55,12 @@ export function createCallProviders(agent: AgentConfig, endpoints: ProviderEndpo
     substituted.push(`${capability}:${configured}`);
     return ep;
   };
-  const dg = pick('stt', agent.transcription.provider, 'deepgram');
-  const oa = pick('llm', agent.llm.provider, 'openai');
-  const el = pick('tts', agent.voice.provider, 'elevenlabs');
+  return { stt: pick('stt', agent.transcription.provider, 'deepgram'), llm: pick('llm', agent.llm.provider, 'openai'), tts: pick('tts', agent.voice.provider, 'elevenlabs'), substituted };
+}
+
+/** The three providers of one call, on the endpoints {@link resolveCallEndpoints} picks (and with its errors). */
+export function createCallProviders(agent: AgentConfig, endpoints: ProviderEndpoints, opts: { llmTimeoutMs?: number; ttsFirstByteTimeoutMs?: number } = {}): CallProviders {
+  const { stt: dg, llm: oa, tts: el, substituted } = resolveCallEndpoints(agent, endpoints);
   return {
     stt: new DeepgramStt({ apiKey: dg.apiKey, baseUrl: dg.baseUrl }),
     llm: withLlmRetry(new OpenAiLlm({ apiKey: oa.apiKey, baseUrl: oa.baseUrl, timeoutMs: opts.llmTimeoutMs }), { attempts: 3, baseDelayMs: 200 }),

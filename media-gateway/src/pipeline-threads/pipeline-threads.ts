@@ -1,0 +1,251 @@
+/**
+ * Pipeline threads: the voice sessions of the gateway's calls run on a few `worker_threads`
+ * while the gateway's own event loop keeps the carrier sockets, the pacer and the
+ * recordings. The pipelines make most of the gateway's garbage (provider SDKs, TTS and STT
+ * messages, per-turn requests); on their own heaps, their collections no longer stop the
+ * loop that sends every call's 20 ms frames (#5). Each call's session lives on one thread;
+ * the leg it drives and the callbacks CallSessions gives it are proxied over the thread's
+ * port (`protocol.ts`).
+ */
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { pino } from 'pino';
+import { ProviderError } from '@vap/voice-pipeline';
+import type { KnowledgePassage, RecordedMessage, RecordedTurn, SessionStatus, TurnMetrics } from '@vap/voice-pipeline';
+import type { CallLeg } from '../call-leg.js';
+import { Batcher } from './protocol.js';
+import type { FromThread, SessionInit, SessionResult, ToThread } from './protocol.js';
+
+/** One call's voice session, wherever it runs: a {@link VoiceSession} satisfies it, so does a session on a pipeline thread. */
+export interface SessionHandle {
+  start(): void;
+  audio(mulaw: Uint8Array): void;
+  dtmf(digit: string): void;
+  transportEnded(reason: 'hangup' | 'socket-lost' | 'local'): void;
+  stop(reason: string, status?: SessionStatus): Promise<SessionResult>;
+  readonly ended: Promise<SessionResult>;
+}
+
+/** The session's callbacks (those of {@link VoiceSessionOptions}), called on the gateway's loop. */
+export interface SessionHooks {
+  /** The call's logger: the session's lines are written to it. */
+  logger: Logger;
+  onMessage(message: RecordedMessage, turn: RecordedTurn): void;
+  onError(error: ProviderError, recoverable: boolean): void;
+  onTurnMetrics(metrics: TurnMetrics): void;
+  onBargeIn(reactionMs: number): void;
+  onFalseInterruption(): void;
+  /** Knowledge passages for a caller turn (agents with a knowledge base). */
+  retrieve?(query: string): Promise<KnowledgePassage[]>;
+}
+
+const WORKER_URL = new URL('./pipeline-worker.mjs', import.meta.url);
+
+interface Thread {
+  worker: Worker;
+  out: Batcher<ToThread>;
+  sessions: Map<number, RemoteSession>;
+  /** The thread is gone (exited or failed); its calls have failed. */
+  dead: boolean;
+}
+
+/**
+ * The pool: `size` threads started at once (a call never waits for one to load), each call
+ * on the thread with the fewest calls. A thread that dies fails its calls (each hung up and
+ * ended `failed` with `pipeline_crashed`, keeping the messages already reported) and is
+ * replaced for the next call.
+ */
+export class PipelineThreads {
+  private readonly threads: Thread[] = [];
+  private nextSession = 1;
+  private closed = false;
+
+  constructor(
+    private readonly opts: {
+      size: number;
+      logger: Logger;
+      /** The thread's entry module; default `pipeline-worker.mjs` (tests start others). */
+      workerUrl?: URL;
+    },
+  ) {
+    if (!Number.isInteger(opts.size) || opts.size < 1) throw new Error('PipelineThreads: size must be a positive integer');
+    for (let i = 0; i < opts.size; i++) this.threads.push(this.spawn());
+  }
+
+  /** Calls running on the threads. */
+  get activeSessions(): number {
+    return this.threads.reduce((n, t) => n + t.sessions.size, 0);
+  }
+
+  /** Runs a call's session on the least busy thread, driving `leg`. */
+  open(init: SessionInit, leg: CallLeg, hooks: SessionHooks): SessionHandle {
+    if (this.closed) throw new Error('PipelineThreads: closed');
+    for (let i = 0; i < this.threads.length; i++) if (this.threads[i]!.dead) this.threads[i] = this.spawn();
+    const thread = this.threads.reduce((a, b) => (b.sessions.size < a.sessions.size ? b : a));
+    const id = this.nextSession++;
+    const session = new RemoteSession(id, thread.out, leg, hooks, init);
+    thread.sessions.set(id, session);
+    void session.ended.then(() => thread.sessions.delete(id));
+    thread.out.send({ t: 'open', s: id, init });
+    return session;
+  }
+
+  /** Stops the threads. Calls still open fail (end their calls first: `CallSessions.close`). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.threads.map((t) => t.worker.terminate()));
+  }
+
+  private spawn(): Thread {
+    const worker = new Worker(this.opts.workerUrl ?? WORKER_URL);
+    const thread: Thread = { worker, out: new Batcher((batch) => worker.postMessage(batch)), sessions: new Map(), dead: false };
+    worker.on('message', (batch: FromThread[]) => {
+      for (const m of batch) {
+        const session = thread.sessions.get(m.s);
+        if (!session) continue;
+        try {
+          session.receive(m);
+        } catch (err) {
+          this.opts.logger.error({ err, kind: m.t }, 'pipeline thread message failed');
+        }
+      }
+    });
+    worker.on('error', (err) => this.opts.logger.error({ err, threadId: worker.threadId }, 'pipeline thread failed'));
+    worker.on('exit', (code) => {
+      thread.dead = true;
+      if (!this.closed) this.opts.logger.error({ code, threadId: worker.threadId, calls: thread.sessions.size }, 'pipeline thread exited; its calls fail');
+      for (const s of [...thread.sessions.values()]) s.crashed();
+    });
+    // An idle pool does not keep the process alive.
+    worker.unref();
+    return thread;
+  }
+}
+
+/** The gateway's side of a session on a thread: forwards the leg's events and the session's commands and callbacks. */
+class RemoteSession implements SessionHandle {
+  readonly ended: Promise<SessionResult>;
+  private resolveEnded!: (r: SessionResult) => void;
+  private done = false;
+  private readonly openedAt = performance.now();
+  /** What was reported, for the record of a call whose thread died. */
+  private readonly messages: RecordedMessage[] = [];
+  private readonly turns: RecordedTurn[] = [];
+  private readonly metrics: TurnMetrics[] = [];
+
+  constructor(
+    private readonly id: number,
+    private readonly out: Batcher<ToThread>,
+    private readonly leg: CallLeg,
+    private readonly hooks: SessionHooks,
+    private readonly init: SessionInit,
+  ) {
+    this.ended = new Promise((r) => (this.resolveEnded = r));
+    leg.onMarkPlayed((name) => !this.done && out.send({ t: 'markPlayed', s: id, name }));
+  }
+
+  start(): void {
+    this.out.send({ t: 'start', s: this.id });
+  }
+
+  audio(mulaw: Uint8Array): void {
+    if (!this.done) this.out.send({ t: 'audio', s: this.id, a: mulaw });
+  }
+
+  dtmf(digit: string): void {
+    if (!this.done) this.out.send({ t: 'dtmf', s: this.id, digit });
+  }
+
+  transportEnded(reason: 'hangup' | 'socket-lost' | 'local'): void {
+    if (!this.done) this.out.send({ t: 'transportEnded', s: this.id, reason });
+  }
+
+  stop(reason: string, status: SessionStatus = 'failed'): Promise<SessionResult> {
+    if (!this.done) this.out.send({ t: 'stop', s: this.id, reason, status });
+    return this.ended;
+  }
+
+  receive(m: FromThread): void {
+    const leg = this.leg;
+    const hooks = this.hooks;
+    switch (m.t) {
+      case 'sendAudio':
+        return leg.sendAudio(m.a);
+      case 'sendMark':
+        return leg.sendMark(m.name);
+      case 'clear':
+        return leg.clear();
+      case 'pause':
+        return leg.pause();
+      case 'resume':
+        return leg.resume();
+      case 'hangup':
+        void leg
+          .hangup()
+          .catch((err: unknown) => hooks.logger.warn({ err }, 'hang-up failed'))
+          .finally(() => this.out.send({ t: 'hungUp', s: this.id }));
+        return;
+      case 'message':
+        this.messages.push(m.message);
+        this.turns.push(m.turn);
+        return hooks.onMessage(m.message, m.turn);
+      case 'error':
+        return hooks.onError(new ProviderError(m.error), m.recoverable);
+      case 'turnMetrics':
+        this.metrics.push(m.metrics);
+        return hooks.onTurnMetrics(m.metrics);
+      case 'bargeIn':
+        return hooks.onBargeIn(m.reactionMs);
+      case 'falseInterruption':
+        return hooks.onFalseInterruption();
+      case 'retrieve':
+        this.retrieve(m.id, m.query);
+        return;
+      case 'log':
+        return relayLogLine(hooks.logger, m.line);
+      case 'ended':
+        this.finish(m.result);
+        return;
+    }
+  }
+
+  /** The thread died with the call open: the call fails and is hung up; what was said is kept. */
+  crashed(): void {
+    if (this.done) return;
+    this.hooks.logger.error('the call\'s pipeline thread stopped; hanging up');
+    void this.leg.hangup().catch(() => undefined);
+    this.finish({
+      status: 'failed',
+      endReason: 'error',
+      error: { code: 'pipeline_crashed', message: 'The voice pipeline running the call stopped' },
+      durationMs: performance.now() - this.openedAt,
+      language: this.init.agent.transcription.language ?? 'en-US',
+      record: { messages: this.messages, turns: this.turns, usage: { llmInputTokens: 0, llmOutputTokens: 0, ttsCharacters: 0, sttAudioMs: 0 }, metrics: this.metrics },
+    });
+  }
+
+  private finish(result: SessionResult): void {
+    if (this.done) return;
+    this.done = true;
+    this.resolveEnded(result);
+  }
+
+  private retrieve(id: number, query: string): void {
+    const reply = (passages: KnowledgePassage[] | null, error: string | null): void => {
+      if (!this.done) this.out.send({ t: 'retrieved', s: this.id, id, passages, error });
+    };
+    if (!this.hooks.retrieve) return reply(null, 'this call has no knowledge base');
+    this.hooks.retrieve(query).then(
+      (passages) => reply(passages, null),
+      (err: unknown) => reply(null, err instanceof Error ? err.message : String(err)),
+    );
+  }
+}
+
+/** A pino line from a thread, written to the call's logger at its level (the thread's time, pid and host are the gateway's). */
+function relayLogLine(logger: Logger, line: string): void {
+  const { level, msg, time: _time, pid: _pid, hostname: _hostname, ...fields } = JSON.parse(line) as Record<string, unknown>;
+  const label = pino.levels.labels[level as number] as pino.Level | undefined;
+  if (!label) return;
+  logger[label](fields, typeof msg === 'string' ? msg : undefined);
+}

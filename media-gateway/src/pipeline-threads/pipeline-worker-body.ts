@@ -1,0 +1,156 @@
+/**
+ * A pipeline thread's message loop (loaded by `pipeline-worker.mjs`): runs the voice
+ * sessions the gateway opens on it, each driving its leg and reporting its callbacks, log
+ * lines and end through the gateway (`protocol.ts`).
+ */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { parentPort } from 'node:worker_threads';
+import { pino } from 'pino';
+import type { Logger } from 'pino';
+import { EnergyVad, VoiceSession, createCallProviders } from '@vap/voice-pipeline';
+import type { KnowledgeOptions, KnowledgePassage, SessionOutcome , ProviderError} from '@vap/voice-pipeline';
+import { Batcher } from './protocol.js';
+import type { FromThread, ProviderErrorFields, SessionInit, SessionResult, ToThread } from './protocol.js';
+
+const port = parentPort!;
+
+/**
+ * This thread's scheduling priority, lowered (nice +10) so that the gateway's loop, which
+ * must send every call's frame on time, runs first when the cores are busy: a pipeline
+ * waiting a few ms is not heard, a frame sent a few ms late is. Linux only (the thread's
+ * id from /proc/thread-self); elsewhere, and where it is refused, the thread runs as is.
+ */
+export const PIPELINE_THREAD_NICE = 10;
+try {
+  const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+  if (Number.isInteger(tid) && tid > 0) setPriority(tid, PIPELINE_THREAD_NICE);
+} catch {
+  // Not Linux, or not allowed: same priority as the loop.
+}
+const out = new Batcher<FromThread>((batch) => port.postMessage(batch));
+
+interface Call {
+  session: VoiceSession | null;
+  markListeners: ((name: string) => void)[];
+  hangups: (() => void)[];
+  retrievals: Map<number, { resolve: (p: KnowledgePassage[]) => void; reject: (err: Error) => void }>;
+  nextRetrieval: number;
+}
+
+const calls = new Map<number, Call>();
+
+port.on('message', (batch: ToThread[]) => {
+  for (const m of batch) {
+    try {
+      receive(m);
+    } catch (err) {
+      // A failing call must not take the thread's other calls with it.
+      out.send({ t: 'log', s: m.s, line: JSON.stringify({ level: 50, msg: 'pipeline thread message failed', kind: m.t, err: { message: String(err), stack: err instanceof Error ? err.stack : undefined } }) });
+    }
+  }
+});
+
+function receive(m: ToThread): void {
+  if (m.t === 'open') return open(m.s, m.init);
+  const call = calls.get(m.s);
+  if (!call) return;
+  const session = call.session;
+  switch (m.t) {
+    case 'start':
+      return session?.start();
+    case 'audio':
+      return session?.audio(m.a);
+    case 'dtmf':
+      return session?.dtmf(m.digit);
+    case 'markPlayed':
+      for (const l of call.markListeners) l(m.name);
+      return;
+    case 'transportEnded':
+      return session?.transportEnded(m.reason);
+    case 'stop':
+      void session?.stop(m.reason, m.status);
+      return;
+    case 'hungUp':
+      for (const r of call.hangups.splice(0)) r();
+      return;
+    case 'retrieved': {
+      const pending = call.retrievals.get(m.id);
+      call.retrievals.delete(m.id);
+      if (m.passages) pending?.resolve(m.passages);
+      else pending?.reject(new Error(m.error ?? 'knowledge retrieval failed'));
+      return;
+    }
+  }
+}
+
+function open(s: number, init: SessionInit): void {
+  const call: Call = { session: null, markListeners: [], hangups: [], retrievals: new Map(), nextRetrieval: 1 };
+  calls.set(s, call);
+  const logger: Logger = pino({ level: init.logLevel, base: null }, { write: (line: string) => out.send({ t: 'log', s, line }) });
+  try {
+    const providers = createCallProviders(init.agent, init.endpoints, { ttsFirstByteTimeoutMs: init.ttsFirstByteTimeoutMs });
+    const knowledge: KnowledgeOptions | undefined = init.knowledge
+      ? {
+          ...init.knowledge,
+          retrieve: (query) =>
+            new Promise<KnowledgePassage[]>((resolve, reject) => {
+              const id = call.nextRetrieval++;
+              call.retrievals.set(id, { resolve, reject });
+              out.send({ t: 'retrieve', s, id, query });
+            }),
+        }
+      : undefined;
+    const session = new VoiceSession({
+      agent: init.agent,
+      providers,
+      transport: {
+        sendAudio: (a) => out.send({ t: 'sendAudio', s, a }),
+        sendMark: (name) => out.send({ t: 'sendMark', s, name }),
+        clear: () => out.send({ t: 'clear', s }),
+        pause: () => out.send({ t: 'pause', s }),
+        resume: () => out.send({ t: 'resume', s }),
+        onMarkPlayed: (l) => void call.markListeners.push(l),
+        hangup: () =>
+          new Promise<void>((resolve) => {
+            call.hangups.push(resolve);
+            out.send({ t: 'hangup', s });
+          }),
+      },
+      call: init.call,
+      vad: new EnergyVad({ sampleRateHz: 8000 }),
+      logger,
+      startedAtMs: init.startedAtMs,
+      onMessage: (message, turn) => out.send({ t: 'message', s, message, turn }),
+      onError: (error, recoverable) => out.send({ t: 'error', s, error: errorFields(error), recoverable }),
+      onTurnMetrics: (metrics) => out.send({ t: 'turnMetrics', s, metrics }),
+      onBargeIn: (reactionMs) => out.send({ t: 'bargeIn', s, reactionMs }),
+      onFalseInterruption: () => out.send({ t: 'falseInterruption', s }),
+      ...(knowledge ? { knowledge } : {}),
+    });
+    call.session = session;
+    void session.ended.then((o) => {
+      calls.delete(s);
+      out.send({ t: 'ended', s, result: result(o) });
+    });
+  } catch (err) {
+    // The gateway resolved the providers before opening: this is a defect, and the call fails.
+    calls.delete(s);
+    logger.error({ err }, 'voice session could not start');
+    out.send({ t: 'hangup', s });
+    out.send({
+      t: 'ended',
+      s,
+      result: { status: 'failed', endReason: 'error', error: { code: 'pipeline_error', message: 'The voice session could not start' }, durationMs: 0, language: init.agent.transcription.language ?? 'en-US', record: { messages: [], turns: [], usage: { llmInputTokens: 0, llmOutputTokens: 0, ttsCharacters: 0, sttAudioMs: 0 }, metrics: [] } },
+    });
+  }
+}
+
+function result(o: SessionOutcome): SessionResult {
+  const r = o.record;
+  return { status: o.status, endReason: o.endReason, error: o.error, durationMs: o.durationMs, language: o.language, record: { messages: r.messages, turns: r.turns, usage: r.usage, metrics: r.metrics } };
+}
+
+function errorFields(e: ProviderError): ProviderErrorFields {
+  return { provider: e.provider, capability: e.capability as ProviderErrorFields['capability'], code: e.code, message: e.message, retryable: e.retryable, status: e.status, requestId: e.requestId };
+}
