@@ -39,7 +39,7 @@ export const gatewayConfigSchema = z.object({
   RECORDING_ENCODER_WORKERS: z.coerce.number().int().min(1).max(16).default(1),
   // Worker threads that run the calls' voice pipelines (STT, LLM, TTS), off the event loop that
   // paces every call's audio. 0: the pipelines run on that event loop.
-  PIPELINE_THREADS: z.coerce.number().int().min(0).max(16).default(0),
+  PIPELINE_THREADS: z.coerce.number().int().min(0).max(16).default(1),
   // Bearer token GET /metrics requires (shared with the control plane). Unset: /metrics is public like /healthz.
   METRICS_TOKEN: optionalText,
   // The recording store, read by objectStoreConfigFromEnv (shared with the control plane).

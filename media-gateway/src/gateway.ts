@@ -109,6 +109,13 @@ export async function startMediaGateway(
     const s = sessions?.summary(req.params.callSid);
     return s ?? reply.code(404).send({ callSid: req.params.callSid, message: 'No recent call with this id on this gateway' });
   });
+  // Calls are taken once the pipeline threads have loaded (a call before would wait for its greeting).
+  try {
+    await pipelines?.ready();
+  } catch (err) {
+    await pipelines?.close();
+    throw err;
+  }
   const url = await app.listen({ host: config.host, port: config.port });
   sessions?.startHeartbeat();
   return {

@@ -8,16 +8,17 @@ import { LINES, REPLIES } from './booking-script.js';
 
 const natsUrl = process.env.TEST_NATS_URL;
 
-
+// The voice sessions run on the gateway's pipeline thread (the default), and once on its event loop.
 describe.each([
-  ['in-process', true],
-  ['nats', Boolean(natsUrl)],
-] as const)('a phone call end to end over the %s bus', (kind, enabled) => {
+  ['in-process', true, '1'],
+  ['nats', Boolean(natsUrl), '1'],
+  ['in-process', true, '0'],
+] as const)('a phone call end to end over the %s bus (PIPELINE_THREADS=%s)', (kind, enabled, pipelineThreads) => {
   let p: Platform;
 
   beforeAll(async () => {
     if (!enabled) return;
-    p = await startPlatform(kind);
+    p = await startPlatform(kind, { PIPELINE_THREADS: pipelineThreads });
     const llm = p.providers.simulators.openai!;
     llm.addReply({ match: 'book a table', reply: REPLIES.book });
     llm.addReply({ match: 'opening hours', reply: REPLIES.hours });

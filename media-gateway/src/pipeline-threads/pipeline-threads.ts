@@ -13,8 +13,8 @@ import { pino } from 'pino';
 import { ProviderError } from '@vap/voice-pipeline';
 import type { KnowledgePassage, RecordedMessage, RecordedTurn, SessionStatus, TurnMetrics } from '@vap/voice-pipeline';
 import type { CallLeg } from '../call-leg.js';
-import { Batcher } from './protocol.js';
-import type { FromThread, SessionInit, SessionResult, ToThread } from './protocol.js';
+import { Batcher, THREAD_READY, unpackBatch } from './protocol.js';
+import type { Batch, FromThread, SessionInit, SessionResult, ToThread } from './protocol.js';
 
 /** One call's voice session, wherever it runs: a {@link VoiceSession} satisfies it, so does a session on a pipeline thread. */
 export interface SessionHandle {
@@ -47,6 +47,8 @@ interface Thread {
   sessions: Map<number, RemoteSession>;
   /** The thread is gone (exited or failed); its calls have failed. */
   dead: boolean;
+  /** The thread has loaded the pipeline and takes calls without a wait; rejects if it died first. */
+  ready: Promise<void>;
 }
 
 /**
@@ -70,6 +72,14 @@ export class PipelineThreads {
   ) {
     if (!Number.isInteger(opts.size) || opts.size < 1) throw new Error('PipelineThreads: size must be a positive integer');
     for (let i = 0; i < opts.size; i++) this.threads.push(this.spawn());
+  }
+
+  /**
+   * Resolves when every thread has loaded the voice pipeline (about a second: a call
+   * opened before that hears its greeting that much later); rejects if one died first.
+   */
+  ready(): Promise<void> {
+    return Promise.all(this.threads.map((t) => t.ready)).then(() => undefined);
   }
 
   /** Calls running on the threads. */
@@ -98,21 +108,25 @@ export class PipelineThreads {
 
   private spawn(): Thread {
     const worker = new Worker(this.opts.workerUrl ?? WORKER_URL);
-    const thread: Thread = { worker, out: new Batcher((batch) => worker.postMessage(batch)), sessions: new Map(), dead: false };
-    worker.on('message', (batch: FromThread[]) => {
-      for (const m of batch) {
-        const session = thread.sessions.get(m.s);
-        if (!session) continue;
-        try {
-          session.receive(m);
-        } catch (err) {
-          this.opts.logger.error({ err, kind: m.t }, 'pipeline thread message failed');
-        }
+    let loaded!: () => void;
+    let failed!: (err: Error) => void;
+    const ready = new Promise<void>((resolve, reject) => ((loaded = resolve), (failed = reject)));
+    // A replacement thread nobody awaits must not report an unhandled rejection.
+    ready.catch(() => undefined);
+    const thread: Thread = { worker, out: new Batcher((batch, transfer) => worker.postMessage(batch, transfer)), sessions: new Map(), dead: false, ready };
+    const onAudio = (s: number, audio: Uint8Array): void => thread.sessions.get(s)?.sendAudio(audio);
+    const onOther = (m: FromThread): void => {
+      try {
+        thread.sessions.get(m.s)?.receive(m);
+      } catch (err) {
+        this.opts.logger.error({ err, kind: m.t }, 'pipeline thread message failed');
       }
-    });
+    };
+    worker.on('message', (batch: Batch<FromThread> | typeof THREAD_READY) => (batch === THREAD_READY ? loaded() : unpackBatch(batch, onAudio, onOther)));
     worker.on('error', (err) => this.opts.logger.error({ err, threadId: worker.threadId }, 'pipeline thread failed'));
     worker.on('exit', (code) => {
       thread.dead = true;
+      failed(new Error(`pipeline thread exited with code ${code} before it was ready`));
       if (!this.closed) this.opts.logger.error({ code, threadId: worker.threadId, calls: thread.sessions.size }, 'pipeline thread exited; its calls fail');
       for (const s of [...thread.sessions.values()]) s.crashed();
     });
@@ -128,6 +142,7 @@ class RemoteSession implements SessionHandle {
   private resolveEnded!: (r: SessionResult) => void;
   private done = false;
   private readonly openedAt = performance.now();
+  private startedAt: number | null = null;
   /** What was reported, for the record of a call whose thread died. */
   private readonly messages: RecordedMessage[] = [];
   private readonly turns: RecordedTurn[] = [];
@@ -145,11 +160,17 @@ class RemoteSession implements SessionHandle {
   }
 
   start(): void {
+    this.startedAt = performance.now();
     this.out.send({ t: 'start', s: this.id });
   }
 
   audio(mulaw: Uint8Array): void {
-    if (!this.done) this.out.send({ t: 'audio', s: this.id, a: mulaw });
+    if (!this.done) this.out.audio(this.id, mulaw);
+  }
+
+  /** Agent audio from the session (a view into its batch: the leg keeps it, nothing reuses it). */
+  sendAudio(mulaw: Uint8Array): void {
+    this.leg.sendAudio(mulaw);
   }
 
   dtmf(digit: string): void {
@@ -169,8 +190,6 @@ class RemoteSession implements SessionHandle {
     const leg = this.leg;
     const hooks = this.hooks;
     switch (m.t) {
-      case 'sendAudio':
-        return leg.sendAudio(m.a);
       case 'sendMark':
         return leg.sendMark(m.name);
       case 'clear':
@@ -218,16 +237,20 @@ class RemoteSession implements SessionHandle {
       status: 'failed',
       endReason: 'error',
       error: { code: 'pipeline_crashed', message: 'The voice pipeline running the call stopped' },
-      durationMs: performance.now() - this.openedAt,
+      durationMs: 0,
       language: this.init.agent.transcription.language ?? 'en-US',
       record: { messages: this.messages, turns: this.turns, usage: { llmInputTokens: 0, llmOutputTokens: 0, ttsCharacters: 0, sttAudioMs: 0 }, metrics: this.metrics },
     });
   }
 
+  /**
+   * The call's duration is the gateway's: from `start()` (the recording's t=0) to now, so
+   * that a thread that took the call late (still loading) does not shorten it.
+   */
   private finish(result: SessionResult): void {
     if (this.done) return;
     this.done = true;
-    this.resolveEnded(result);
+    this.resolveEnded({ ...result, durationMs: performance.now() - (this.startedAt ?? this.openedAt) });
   }
 
   private retrieve(id: number, query: string): void {
@@ -247,5 +270,27 @@ function relayLogLine(logger: Logger, line: string): void {
   const { level, msg, time: _time, pid: _pid, hostname: _hostname, ...fields } = JSON.parse(line) as Record<string, unknown>;
   const label = pino.levels.labels[level as number] as pino.Level | undefined;
   if (!label) return;
+  if (isSerializedError(fields['err'])) fields['err'] = reviveError(fields['err']);
   logger[label](fields, typeof msg === 'string' ? msg : undefined);
+}
+
+type SerializedError = { type: string; message: string; stack: string } & Record<string, unknown>;
+
+function isSerializedError(v: unknown): v is SerializedError {
+  const e = v as SerializedError | null;
+  return typeof e === 'object' && e !== null && typeof e.type === 'string' && typeof e.message === 'string' && typeof e.stack === 'string';
+}
+
+/**
+ * An error the thread's logger serialized, as an Error again, so that the gateway's logger
+ * serializes it the same way (its `type` would otherwise read `Object`). The message
+ * already holds the causes' messages.
+ */
+function reviveError(e: SerializedError): Error {
+  const { type, message, stack, ...rest } = e;
+  const err = Object.assign(new Error(message), rest);
+  err.stack = stack;
+  // pino names an error by its constructor.
+  Object.defineProperty(err, 'constructor', { value: { [type]: function () {} }[type], enumerable: false });
+  return err;
 }

@@ -9,9 +9,9 @@ import { parentPort } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { EnergyVad, VoiceSession, createCallProviders } from '@vap/voice-pipeline';
-import type { KnowledgeOptions, KnowledgePassage, SessionOutcome , ProviderError} from '@vap/voice-pipeline';
-import { Batcher } from './protocol.js';
-import type { FromThread, ProviderErrorFields, SessionInit, SessionResult, ToThread } from './protocol.js';
+import type { KnowledgeOptions, KnowledgePassage, ProviderError, SessionOutcome } from '@vap/voice-pipeline';
+import { Batcher, THREAD_READY, unpackBatch } from './protocol.js';
+import type { Batch, FromThread, ProviderErrorFields, SessionInit, SessionResult, ToThread } from './protocol.js';
 
 const port = parentPort!;
 
@@ -28,7 +28,7 @@ try {
 } catch {
   // Not Linux, or not allowed: same priority as the loop.
 }
-const out = new Batcher<FromThread>((batch) => port.postMessage(batch));
+const out = new Batcher<FromThread>((batch, transfer) => port.postMessage(batch, transfer));
 
 interface Call {
   session: VoiceSession | null;
@@ -40,16 +40,18 @@ interface Call {
 
 const calls = new Map<number, Call>();
 
-port.on('message', (batch: ToThread[]) => {
-  for (const m of batch) {
-    try {
-      receive(m);
-    } catch (err) {
-      // A failing call must not take the thread's other calls with it.
-      out.send({ t: 'log', s: m.s, line: JSON.stringify({ level: 50, msg: 'pipeline thread message failed', kind: m.t, err: { message: String(err), stack: err instanceof Error ? err.stack : undefined } }) });
-    }
+const onAudio = (s: number, audio: Uint8Array): void => calls.get(s)?.session?.audio(audio);
+const onOther = (m: ToThread): void => {
+  try {
+    receive(m);
+  } catch (err) {
+    // A failing call must not take the thread's other calls with it.
+    out.send({ t: 'log', s: m.s, line: JSON.stringify({ level: 50, msg: 'pipeline thread message failed', kind: m.t, err: { message: String(err), stack: err instanceof Error ? err.stack : undefined } }) });
   }
-});
+};
+port.on('message', (batch: Batch<ToThread>) => unpackBatch(batch, onAudio, onOther));
+// Everything is loaded (this module's imports are the pipeline): calls can come.
+port.postMessage(THREAD_READY);
 
 function receive(m: ToThread): void {
   if (m.t === 'open') return open(m.s, m.init);
@@ -59,8 +61,6 @@ function receive(m: ToThread): void {
   switch (m.t) {
     case 'start':
       return session?.start();
-    case 'audio':
-      return session?.audio(m.a);
     case 'dtmf':
       return session?.dtmf(m.digit);
     case 'markPlayed':
@@ -105,7 +105,7 @@ function open(s: number, init: SessionInit): void {
       agent: init.agent,
       providers,
       transport: {
-        sendAudio: (a) => out.send({ t: 'sendAudio', s, a }),
+        sendAudio: (a) => out.audio(s, a),
         sendMark: (name) => out.send({ t: 'sendMark', s, name }),
         clear: () => out.send({ t: 'clear', s }),
         pause: () => out.send({ t: 'pause', s }),

@@ -1,11 +1,14 @@
 /**
  * What the gateway's event loop and its pipeline threads say to each other about the calls
  * a thread runs (`pipeline-threads.ts` on the gateway's side, `pipeline-worker-body.ts` in
- * the thread). Messages go in batches (arrays, in order) over the worker's port: one
+ * the thread). Messages go in batches ({@link Batch}, in order) over the worker's port: one
  * `postMessage` per turn of the sender's event loop, not one per 20 ms frame.
  */
 import type { AgentConfig } from '@vap/shared';
 import type { KnowledgePassage, ProviderEndpoints, RecordedMessage, RecordedTurn, SessionStatus, TurnMetrics, Usage } from '@vap/voice-pipeline';
+
+/** The one message outside batches: a thread posts it once, when it has loaded the voice pipeline. */
+export const THREAD_READY = 'ready';
 
 /** Everything a thread needs to run one call's voice session. Plain data (structured clone). */
 export interface SessionInit {
@@ -42,11 +45,10 @@ export interface ProviderErrorFields {
   requestId: string | undefined;
 }
 
-/** Gateway → thread, per call (`s`, the call's number on that thread). */
+/** Gateway → thread, per call (`s`, the call's number on that thread); caller audio goes as {@link Batcher.audio}. */
 export type ToThread =
   | { t: 'open'; s: number; init: SessionInit }
   | { t: 'start'; s: number }
-  | { t: 'audio'; s: number; a: Uint8Array }
   | { t: 'dtmf'; s: number; digit: string }
   | { t: 'markPlayed'; s: number; name: string }
   | { t: 'transportEnded'; s: number; reason: 'hangup' | 'socket-lost' | 'local' }
@@ -54,9 +56,8 @@ export type ToThread =
   | { t: 'hungUp'; s: number }
   | { t: 'retrieved'; s: number; id: number; passages: KnowledgePassage[] | null; error: string | null };
 
-/** Thread → gateway, per call: the leg's commands, the session's callbacks, its log lines and its end. */
+/** Thread → gateway, per call: the leg's commands, the session's callbacks, its log lines and its end; agent audio goes as {@link Batcher.audio}. */
 export type FromThread =
-  | { t: 'sendAudio'; s: number; a: Uint8Array }
   | { t: 'sendMark'; s: number; name: string }
   | { t: 'clear'; s: number }
   | { t: 'pause'; s: number }
@@ -72,17 +73,58 @@ export type FromThread =
   | { t: 'ended'; s: number; result: SessionResult };
 
 /**
- * Collects messages and posts them as one array when the current turn of the event loop is
- * done (`setImmediate`): the frames of every call that arrived in one poll go together.
+ * One post over a thread's port: the messages queued during one turn of the sender's event
+ * loop, in order. Audio is packed into one buffer (transferred, not copied) so that a batch
+ * costs a few objects to clone instead of one per 20 ms frame: `ops` holds per message
+ * either `AUDIO, session, offset, length` (a range of `bytes`) or `OTHER, index` (into `others`).
+ */
+export interface Batch<M> {
+  ops: Int32Array;
+  bytes: Uint8Array | null;
+  others: M[];
+}
+
+const OTHER = 0;
+const AUDIO = 1;
+/** Smallest audio buffer of a batch; a batch's buffer starts at twice the last one's audio. */
+const MIN_AUDIO_BYTES = 1024;
+
+/**
+ * Collects messages and posts them as one {@link Batch} when the current turn of the event
+ * loop is done (`setImmediate`): the frames of every call that arrived in one poll go together.
  */
 export class Batcher<M> {
-  private queue: M[] = [];
+  private ops: number[] = [];
+  private others: M[] = [];
+  private bytes: Uint8Array | null = null;
+  private used = 0;
+  private lastUsed = 0;
   private scheduled = false;
 
-  constructor(private readonly post: (batch: M[]) => void) {}
+  constructor(private readonly post: (batch: Batch<M>, transfer: ArrayBuffer[]) => void) {}
 
   send(message: M): void {
-    this.queue.push(message);
+    this.ops.push(OTHER, this.others.length);
+    this.others.push(message);
+    this.schedule();
+  }
+
+  /** Audio of session `s`, copied into the batch (the caller may reuse `audio` at once). */
+  audio(s: number, audio: Uint8Array): void {
+    const n = audio.byteLength;
+    if (!this.bytes || this.used + n > this.bytes.byteLength) {
+      // Sized to the traffic: the receiver's views keep a batch's buffer alive as long as any frame of it.
+      const grown = new Uint8Array(Math.max(MIN_AUDIO_BYTES, 2 * this.lastUsed, (this.used + n) * 2));
+      if (this.bytes) grown.set(this.bytes.subarray(0, this.used));
+      this.bytes = grown;
+    }
+    this.bytes.set(audio, this.used);
+    this.ops.push(AUDIO, s, this.used, n);
+    this.used += n;
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(this.flush);
@@ -91,9 +133,30 @@ export class Batcher<M> {
   /** Posts what is queued now (also called by the timer). */
   readonly flush = (): void => {
     this.scheduled = false;
-    if (this.queue.length === 0) return;
-    const batch = this.queue;
-    this.queue = [];
-    this.post(batch);
+    if (this.ops.length === 0) return;
+    const ops = Int32Array.from(this.ops);
+    const bytes = this.bytes ? this.bytes.subarray(0, this.used) : null;
+    const batch: Batch<M> = { ops, bytes, others: this.others };
+    this.ops = [];
+    this.others = [];
+    this.bytes = null;
+    this.lastUsed = this.used;
+    this.used = 0;
+    this.post(batch, bytes ? [ops.buffer, bytes.buffer as ArrayBuffer] : [ops.buffer]);
   };
+}
+
+/** Reads a {@link Batch} in order: each audio range (a view into the batch's buffer) and each other message. */
+export function unpackBatch<M>(batch: Batch<M>, onAudio: (s: number, audio: Uint8Array) => void, onOther: (message: M) => void): void {
+  const { ops, bytes, others } = batch;
+  for (let i = 0; i < ops.length; ) {
+    if (ops[i] === AUDIO) {
+      const offset = ops[i + 2]!;
+      onAudio(ops[i + 1]!, bytes!.subarray(offset, offset + ops[i + 3]!));
+      i += 4;
+    } else {
+      onOther(others[ops[i + 1]!]!);
+      i += 2;
+    }
+  }
 }

@@ -1,0 +1,228 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import type { Logger } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { KnowledgePassage, ProviderError, ProviderRuntime, RecordedMessage, RecordedTurn, TurnMetrics } from '@vap/voice-pipeline';
+import { callerSpeechMulaw, startProviders } from '@vap/voice-pipeline';
+import type { CallLeg } from '../../src/call-leg.js';
+import { PipelineThreads } from '../../src/pipeline-threads/pipeline-threads.js';
+import type { SessionHooks } from '../../src/pipeline-threads/pipeline-threads.js';
+import type { SessionInit } from '../../src/pipeline-threads/protocol.js';
+import { bistroAgent } from '../gateway-world.js';
+
+/**
+ * Voice sessions on pipeline threads, driven through PipelineThreads with a leg that plays
+ * out instantly: the leg's commands, the session's callbacks and log lines cross the thread
+ * boundary, and a thread that dies fails its calls. Whole calls through the gateway on
+ * threads run in the e2e and integration suites (PIPELINE_THREADS defaults to 1).
+ */
+
+/** A carrier leg that plays everything at once: each mark is echoed as it is queued. */
+class InstantLeg implements CallLeg {
+  readonly provider = 'twilio' as const;
+  readonly parameters = {};
+  readonly audio: Uint8Array[] = [];
+  readonly commands: string[] = [];
+  hangups = 0;
+  private markListeners: ((name: string) => void)[] = [];
+  constructor(readonly callSid: string) {}
+  onAudio(): void {}
+  onDtmf(): void {}
+  onMarkPlayed(listener: (name: string) => void): void {
+    this.markListeners.push(listener);
+  }
+  onAudioSent(): void {}
+  onCleared(): void {}
+  onEnd(): void {}
+  sendAudio(mulaw: Uint8Array): void {
+    this.audio.push(mulaw.slice());
+  }
+  sendMark(name: string): void {
+    this.commands.push(`mark ${name}`);
+    setTimeout(() => this.markListeners.forEach((l) => l(name)), 1);
+  }
+  clear(): void {
+    this.commands.push('clear');
+  }
+  pause(): void {
+    this.commands.push('pause');
+  }
+  resume(): void {
+    this.commands.push('resume');
+  }
+  readonly queuedMs = 0;
+  async hangup(): Promise<void> {
+    this.hangups++;
+  }
+}
+
+function capture(): { logger: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level: 'info' }, stream).child({ callSid: 'CA1' }), lines };
+}
+
+function hooksFor(logger: Logger, retrieve?: (q: string) => Promise<KnowledgePassage[]>) {
+  const seen = { messages: [] as { message: RecordedMessage; turn: RecordedTurn }[], errors: [] as { error: ProviderError; recoverable: boolean }[], metrics: [] as TurnMetrics[] };
+  const hooks: SessionHooks = {
+    logger,
+    onMessage: (message, turn) => seen.messages.push({ message, turn }),
+    onError: (error, recoverable) => seen.errors.push({ error, recoverable }),
+    onTurnMetrics: (m) => seen.metrics.push(m),
+    onBargeIn: () => {},
+    onFalseInterruption: () => {},
+    ...(retrieve ? { retrieve } : {}),
+  };
+  return { hooks, seen };
+}
+
+let providers: ProviderRuntime;
+let threads: PipelineThreads | undefined;
+
+beforeAll(async () => {
+  providers = await startProviders({});
+});
+afterAll(async () => {
+  await providers.close();
+});
+afterEach(async () => {
+  await threads?.close();
+  threads = undefined;
+});
+
+function init(overrides: Partial<SessionInit> = {}): SessionInit {
+  return {
+    agent: bistroAgent(),
+    endpoints: providers.endpoints,
+    ttsFirstByteTimeoutMs: 2000,
+    call: { callSid: 'CA1', from: '+15550001111', to: '+15550002222', metadata: {} },
+    startedAtMs: Date.now(),
+    logLevel: 'info',
+    knowledge: null,
+    ...overrides,
+  };
+}
+
+describe('PipelineThreads', () => {
+  it('runs a session on a thread: its first message is sent to the leg as audio with marks, reported when played, and the call stops with its record', async () => {
+    threads = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }) });
+    const leg = new InstantLeg('CA1');
+    const { logger } = capture();
+    const { hooks, seen } = hooksFor(logger);
+    // Opened while the thread still loads the pipeline: the call waits for it.
+    const session = threads.open(init(), leg, hooks);
+    const startedAt = performance.now();
+    session.start();
+    await vi.waitFor(() => expect(seen.messages).toHaveLength(1), { timeout: 15_000, interval: 20 });
+    const { message, turn } = seen.messages[0]!;
+    expect(message).toMatchObject({ role: 'agent', content: 'Hello! Thanks for calling Harbour Bistro.', interrupted: false });
+    expect(turn).toMatchObject({ speaker: 'agent', text: 'Hello! Thanks for calling Harbour Bistro.' });
+    // About 1.5 s of speech from the TTS simulator, sent on with a mark every 100 ms.
+    const bytes = leg.audio.reduce((n, a) => n + a.byteLength, 0);
+    expect(bytes).toBeGreaterThan(8000);
+    expect(leg.commands.filter((c) => c.startsWith('mark ')).length).toBeGreaterThanOrEqual(Math.floor(bytes / 800));
+    expect(threads.activeSessions).toBe(1);
+
+    const result = await session.stop('gateway_shutdown', 'failed');
+    const stoppedAt = performance.now();
+    expect(leg.hangups).toBe(1);
+    // The duration is the gateway's, from start() (the recording's t=0), loading included.
+    expect(result.durationMs).toBeGreaterThan(0);
+    expect(result.durationMs).toBeLessThanOrEqual(stoppedAt - startedAt);
+    expect(result.durationMs).toBeGreaterThan(stoppedAt - startedAt - 50);
+    expect(result).toMatchObject({ status: 'failed', endReason: 'gateway_shutdown', error: { code: 'gateway_shutdown' }, language: 'en-US' });
+    expect(result.record.messages.map((m) => m.content)).toEqual(['Hello! Thanks for calling Harbour Bistro.']);
+    expect(result.record.usage.ttsCharacters).toBeGreaterThan(0);
+    await expect(session.ended).resolves.toBe(result);
+    await vi.waitFor(() => expect(threads!.activeSessions).toBe(0));
+  }, 30_000);
+
+  it('is ready once every thread has loaded the pipeline, and not if a thread dies first', async () => {
+    threads = new PipelineThreads({ size: 2, logger: pino({ level: 'silent' }) });
+    await expect(threads.ready()).resolves.toBeUndefined();
+    await threads.close();
+    threads = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }), workerUrl: new URL('data:text/javascript,process.exit(4)') });
+    await expect(threads.ready()).rejects.toThrow('pipeline thread exited with code 4 before it was ready');
+  }, 30_000);
+
+  it('reports a provider failure as a ProviderError and writes the session\'s log lines to the call\'s logger at their level', async () => {
+    threads = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }) });
+    const leg = new InstantLeg('CA2');
+    const { logger, lines } = capture();
+    const { hooks, seen } = hooksFor(logger);
+    // Nothing listens on port 9: every TTS connection is refused.
+    const endpoints = { ...providers.endpoints, elevenlabs: { ...providers.endpoints.elevenlabs, baseUrl: 'http://127.0.0.1:9' } };
+    const session = threads.open(init({ endpoints }), leg, hooks);
+    session.start();
+    const result = await session.ended;
+    expect(result).toMatchObject({ status: 'failed', endReason: 'error' });
+    expect(leg.hangups).toBe(1);
+    const fatal = seen.errors.find((e) => !e.recoverable);
+    expect(fatal?.error.constructor.name).toBe('ProviderError');
+    expect(fatal?.error).toMatchObject({ capability: 'tts', provider: 'elevenlabs' });
+    expect(result.error?.code).toBe(fatal?.error.code);
+    const ended = lines.find((l) => l['msg'] === 'provider failed, ending the call');
+    expect(ended).toMatchObject({ level: 50, callSid: 'CA1', provider: 'elevenlabs', code: fatal?.error.code });
+    // pino's error serializer, run on the thread, appends the cause's message.
+    expect(ended?.['err']).toMatchObject({ type: 'ProviderError', message: expect.stringContaining(fatal!.error.message) as unknown });
+  }, 30_000);
+
+  it('fails the calls of a thread that dies, keeping what they said, hangs them up, and runs the next call on a new thread', async () => {
+    const { logger: poolLogger, lines: poolLines } = capture();
+    threads = new PipelineThreads({ size: 1, logger: poolLogger, workerUrl: new URL('../fixtures/crashing-pipeline-worker.mjs', import.meta.url) });
+    const leg = new InstantLeg('CA3');
+    const { logger, lines } = capture();
+    const { hooks, seen } = hooksFor(logger);
+    const session = threads.open(init(), leg, hooks);
+    session.start();
+    const result = await session.ended;
+    expect(result).toMatchObject({ status: 'failed', endReason: 'error', error: { code: 'pipeline_crashed' } });
+    expect(result.record.messages.map((m) => m.content)).toEqual(['Hello from the crashing thread.']);
+    expect(seen.messages).toHaveLength(1);
+    expect(leg.hangups).toBe(1);
+    expect(lines.map((l) => l['msg'])).toEqual(['opened on the crashing thread', "the call's pipeline thread stopped; hanging up"]);
+    expect(lines[0]).toMatchObject({ level: 30, agent: 'Bistro agent', callSid: 'CA1' });
+    expect(poolLines.find((l) => l['msg'] === 'pipeline thread exited; its calls fail')).toMatchObject({ code: 3, calls: 1 });
+
+    const next = threads.open(init(), new InstantLeg('CA4'), hooksFor(logger).hooks);
+    next.start();
+    await expect(next.ended).resolves.toMatchObject({ error: { code: 'pipeline_crashed' } });
+    expect(lines.filter((l) => l['msg'] === 'opened on the crashing thread')).toHaveLength(2);
+  }, 30_000);
+
+  it('takes the caller\'s audio, asks the gateway\'s retrieve hook for knowledge, answers the turn and reports its latency', async () => {
+    threads = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }) });
+    const question = 'What is the soup of the day?';
+    providers.simulators.deepgram!.setScript('CA5', [question]);
+    const queries: string[] = [];
+    const { logger } = capture();
+    const { hooks, seen } = hooksFor(logger, async (q) => {
+      queries.push(q);
+      return [{ documentName: 'menu.txt', text: 'The soup of the day is leek and potato.', pageNumber: null, score: 0.9 }];
+    });
+    const leg = new InstantLeg('CA5');
+    const session = threads.open(init({ call: { callSid: 'CA5', from: null, to: null, metadata: {} }, knowledge: { timeoutMs: 800, maxChars: 6000 } }), leg, hooks);
+    session.start();
+    await vi.waitFor(() => expect(seen.messages).toHaveLength(1), { timeout: 15_000, interval: 20 });
+    // The caller speaks, then stays quiet, in 20 ms frames at real time.
+    const speech = await callerSpeechMulaw(question);
+    const audio = new Uint8Array(speech.byteLength + 8 * 1500).fill(0xff);
+    audio.set(speech);
+    for (let at = 0; at < audio.byteLength; at += 160) {
+      session.audio(audio.subarray(at, at + 160));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await vi.waitFor(() => expect(seen.messages.length).toBeGreaterThanOrEqual(3), { timeout: 15_000, interval: 20 });
+    expect(queries).toEqual([question]);
+    expect(seen.messages[1]!.message).toMatchObject({ role: 'user', content: question });
+    expect(seen.messages[2]!.message.role).toBe('agent');
+    expect(seen.metrics).toHaveLength(1);
+    expect(seen.metrics[0]!.totalMs).toBeGreaterThan(0);
+    await session.stop('test_over', 'completed');
+  }, 30_000);
+});
