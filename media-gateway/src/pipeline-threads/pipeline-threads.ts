@@ -130,8 +130,8 @@ export class PipelineThreads {
       if (!this.closed) this.opts.logger.error({ code, threadId: worker.threadId, calls: thread.sessions.size }, 'pipeline thread exited; its calls fail');
       for (const s of [...thread.sessions.values()]) s.crashed();
     });
-    // An idle pool does not keep the process alive.
-    worker.unref();
+    // An idle pool does not keep the process alive; a loading one does (someone may await `ready()`).
+    void ready.then(() => worker.unref(), () => undefined);
     return thread;
   }
 }

@@ -1,4 +1,8 @@
+import { execFile } from 'node:child_process';
+import { dirname } from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -16,6 +20,8 @@ import { bistroAgent } from '../gateway-world.js';
  * boundary, and a thread that dies fails its calls. Whole calls through the gateway on
  * threads run in the e2e and integration suites (PIPELINE_THREADS defaults to 1).
  */
+
+const execFileAsync = promisify(execFile);
 
 /** A carrier leg that plays everything at once: each mark is echoed as it is queued. */
 class InstantLeg implements CallLeg {
@@ -148,6 +154,15 @@ describe('PipelineThreads', () => {
     await threads.close();
     threads = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }), workerUrl: new URL('data:text/javascript,process.exit(4)') });
     await expect(threads.ready()).rejects.toThrow('pipeline thread exited with code 4 before it was ready');
+  }, 30_000);
+
+  it('keeps the process alive while its threads load, and not once they are idle', async () => {
+    const fixture = fileURLToPath(new URL('../fixtures/await-pipeline-ready.ts', import.meta.url));
+    const startedAt = performance.now();
+    const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', fixture], { cwd: dirname(fixture), timeout: 20_000 });
+    // It printed after ready() (a process the loading thread did not hold exits first, silently) and then exited by itself.
+    expect(stdout).toBe('ready\n');
+    expect(performance.now() - startedAt).toBeLessThan(20_000);
   }, 30_000);
 
   it('reports a provider failure as a ProviderError and writes the session\'s log lines to the call\'s logger at their level', async () => {
