@@ -87,7 +87,10 @@ describe('parseInWorker', () => {
       expect(pool.workers).toBeLessThanOrEqual(2);
       expect(pool.workers).toBeGreaterThan(0);
       // A parse that cannot finish in 1 ms times out; its worker is replaced for the next one.
-      await expect(pool.parse('markdown', files[0]!, { timeoutMs: 1 })).rejects.toMatchObject({ code: 'timeout' });
+      // Several MB of markdown: a few small files parse in under a millisecond on a warm
+      // worker, and under load its reply could beat the 1 ms timer (CI saw it once).
+      const big = scratch.file('big.md', Array.from({ length: 20_000 }, (_, i) => `## Section ${i}\n\n${'Some text of the section. '.repeat(10)}\n`).join('\n'));
+      await expect(pool.parse('markdown', big, { timeoutMs: 1 })).rejects.toMatchObject({ code: 'timeout' });
       expect((await pool.parse('markdown', files[1]!, { timeoutMs: 60_000 })).sections[0]!.text).toBe('Part b\n\nText of part b.');
       expect(pool.pending).toBe(0);
       await vi.waitFor(() => expect(pool.workers).toBe(0), { timeout: 5_000, interval: 100 });
