@@ -74,7 +74,7 @@ function fixture(): CallBenchReport {
   return {
     kind: 'call-bench',
     startedAt: '2026-11-21T18:00:00.000Z',
-    settings: { calls: 200, rampSec: 10, steadySec: 30, workers: 2, sttLatencyMs: 0, relay: true, script: ['Hi, a table for two tonight?', 'Eight o’clock & by the window', '(barge-in) Actually, make it four'] },
+    settings: { calls: 200, rampSec: 10, steadySec: 30, workers: 2, sttLatencyMs: 0, relay: true, pipelineThreads: 1, script: ['Hi, a table for two tonight?', 'Eight o’clock & by the window', '(barge-in) Actually, make it four'] },
     machine: { cpus: 2, cpuModel: 'Test CPU @ 2.0GHz', node: 'v20.19.0', platform: 'linux', arch: 'x64' },
     gateway: gatewayRun(),
     relay: relayRun(),
@@ -293,6 +293,11 @@ describe('renderCallReportHtml', () => {
     expect(calm).not.toContain('The machine was busy');
     expect(calm).toContain('<td>0.40 / 2.00</td>');
     expect(renderCallReportHtml(fixture())).not.toContain('load average');
+  });
+
+  it('lists the gateway\'s pipeline threads in the settings', () => {
+    expect(renderCallReportHtml(fixture())).toContain('<td>gateway pipeline threads</td><td>1</td>');
+    expect(renderCallReportHtml(withEdit((r) => (r.settings.pipelineThreads = 0)))).toContain('<td>0 (pipelines on the event loop)</td>');
   });
 
   it('says there is no relay baseline instead of drawing its charts', () => {

@@ -55,7 +55,7 @@ describe('pnpm bench:calls', () => {
     expect(stdout).toContain(json!);
 
     expect(report.kind).toBe('call-bench');
-    expect(report.settings).toMatchObject({ calls: 3, rampSec: 2, steadySec: 4, workers: 1, relay: true, sttLatencyMs: 0 });
+    expect(report.settings).toMatchObject({ calls: 3, rampSec: 2, steadySec: 4, workers: 1, relay: true, sttLatencyMs: 0, pipelineThreads: 1 });
     const gw = report.gateway;
     expectMeasured(gw, 3);
     expect(gw.calls.completed).toBe(gw.calls.planned);

@@ -76,7 +76,7 @@ async function scrape(url: string | null): Promise<{ lateFrames: number; activeC
   };
 }
 
-async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[] }> {
+async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null }> {
   // The caller processes and the server start side by side: each takes seconds to load.
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
@@ -130,7 +130,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
       generator[i] = { cpuPercent: m.cpuPercent, loopDelayP99Ms: m.loopDelayP99Ms };
     });
   });
-  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s`);
+  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s${ready.pipelineThreads === null ? '' : `, pipeline threads ${ready.pipelineThreads}`}`);
   const ticker = setInterval(() => {
     const last = samples.at(-1);
     const failed = records.filter((r) => r.failure).length;
@@ -175,7 +175,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     const end = gatewayEnds.get(r.callSid);
     return JSON.stringify({ target, ...r, frameGapsMs: undefined, steadyFrameGapsMs: undefined, gateway: end ? { status: end.status, endReason: end.endReason, turnMetrics: end.turnMetrics } : null });
   });
-  return { run, records, lines };
+  return { run, records, lines, pipelineThreads: ready.pipelineThreads };
 }
 
 async function simsUsage(sims: Child<ToSims, SimsMessage>): Promise<Extract<SimsMessage, { kind: 'usage' }>> {
@@ -206,7 +206,7 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
 
   const base = buildCallReport({
     startedAt,
-    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, script: scriptForReport() },
+    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, pipelineThreads: gateway.pipelineThreads, script: scriptForReport() },
     machine: machineInfo(),
     cores: os.availableParallelism(),
     gateway: gateway.run,

@@ -160,6 +160,8 @@ export interface CallBenchSettings {
   sttLatencyMs: number;
   /** Whether the bare relay baseline ran too. */
   relay: boolean;
+  /** The gateway's pipeline threads as it ran (`PIPELINE_THREADS`, `--pipeline-threads`); 0: pipelines on its event loop. */
+  pipelineThreads: number | null;
   /** What each caller says, in order (the barge-in line marked). */
   script: string[];
 }

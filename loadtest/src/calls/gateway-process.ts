@@ -76,7 +76,7 @@ async function start(opts: ServerStart): Promise<BenchServer> {
   ];
   const gateway: MediaGateway = await startMediaGateway(config, { bus, logger: pino({ level: 'silent' }) });
   return {
-    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId },
+    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId, pipelineThreads: config.pipelineThreads },
     activeCalls: () => gateway.sessions?.activeCalls ?? 0,
     close: async () => {
       await gateway.close();

@@ -74,8 +74,8 @@ export interface GatewayCallEnd {
 }
 
 export type ServerMessage =
-  /** Listening; `streamUrl` is the Twilio media-stream WebSocket URL, `agentId`/`tenantId` what the stream's custom parameters must carry. */
-  | { kind: 'ready'; streamUrl: string; metricsUrl: string | null; agentId: string; tenantId: string }
+  /** Listening; `streamUrl` is the Twilio media-stream WebSocket URL, `agentId`/`tenantId` what the stream's custom parameters must carry, `pipelineThreads` the gateway's PIPELINE_THREADS as it runs (null: the relay). */
+  | { kind: 'ready'; streamUrl: string; metricsUrl: string | null; agentId: string; tenantId: string; pipelineThreads: number | null }
   | { kind: 'sample'; sample: RawSample }
   | { kind: 'callEnded'; call: GatewayCallEnd }
   /** After `stop`: the steady-state loop delay, then the process exits. */

@@ -214,6 +214,7 @@ function settings(report: CallBenchReport): PageSection {
     ['caller workers', String(s.workers)],
     ['simulated STT latency ms', String(s.sttLatencyMs)],
     ['bare relay baseline', s.relay ? 'yes' : 'no'],
+    ['gateway pipeline threads', s.pipelineThreads === null ? '-' : s.pipelineThreads === 0 ? '0 (pipelines on the event loop)' : String(s.pipelineThreads)],
     ['machine', `${m.cpus} × ${m.cpuModel}`],
     ['runtime', `Node ${m.node}, ${m.platform} ${m.arch}`],
   ];
