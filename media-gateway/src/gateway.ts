@@ -109,36 +109,30 @@ export async function startMediaGateway(
     const s = sessions?.summary(req.params.callSid);
     return s ?? reply.code(404).send({ callSid: req.params.callSid, message: 'No recent call with this id on this gateway' });
   });
-  // Calls are taken once the pipeline threads have loaded (a call before would wait for its greeting).
-  try {
-    await pipelines?.ready();
-  } catch (err) {
+  const close = async (): Promise<void> => {
+    await Promise.all(subs.map((s) => s.close()));
+    // End live calls first, so each final record (and recording) reaches the control plane.
+    await sessions?.close();
     await pipelines?.close();
+    await encoders.close();
+    await streams.close();
+    await vonageStreams.close();
+    await telnyxStreams.close();
+    upgrades.close();
+    if (ownProviders) await providers.close();
+    pacer.stop();
+    await app.close();
+  };
+  let url: string;
+  try {
+    // Calls are taken once the pipeline threads have loaded (a call before would wait for its greeting).
+    await pipelines?.ready();
+    url = await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    // A gateway that could not start (a thread that did not load, a port taken) leaves nothing running.
+    await close();
     throw err;
   }
-  const url = await app.listen({ host: config.host, port: config.port });
   sessions?.startHeartbeat();
-  return {
-    app,
-    url,
-    invalidatedAgents: invalidated,
-    gatewayId,
-    sessions,
-    providers,
-    metrics,
-    close: async () => {
-      await Promise.all(subs.map((s) => s.close()));
-      // End live calls first, so each final record (and recording) reaches the control plane.
-      await sessions?.close();
-      await pipelines?.close();
-      await encoders.close();
-      await streams.close();
-      await vonageStreams.close();
-      await telnyxStreams.close();
-      upgrades.close();
-      if (ownProviders) await providers.close();
-      pacer.stop();
-      await app.close();
-    },
-  };
+  return { app, url, invalidatedAgents: invalidated, gatewayId, sessions, providers, metrics, close };
 }

@@ -237,7 +237,7 @@ class RemoteSession implements SessionHandle {
       status: 'failed',
       endReason: 'error',
       error: { code: 'pipeline_crashed', message: 'The voice pipeline running the call stopped' },
-      durationMs: 0,
+      durationMs: 0, // finish() measures it
       language: this.init.agent.transcription.language ?? 'en-US',
       record: { messages: this.messages, turns: this.turns, usage: { llmInputTokens: 0, llmOutputTokens: 0, ttsCharacters: 0, sttAudioMs: 0 }, metrics: this.metrics },
     });

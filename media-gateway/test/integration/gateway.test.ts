@@ -1,7 +1,9 @@
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
 import { InProcessBus, NatsBus, SUBJECTS } from '@vap/shared';
-import type { Bus } from '@vap/shared';
+import type { Bus, BusSubscription } from '@vap/shared';
 import { loadGatewayConfig } from '../../src/config.js';
 import { startMediaGateway } from '../../src/gateway.js';
 
@@ -41,6 +43,29 @@ describe('media gateway', () => {
       await cpBus.close();
     }
   });
+
+  it('leaves nothing running when it cannot start (its port is taken)', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    // Counts the gateway's bus subscriptions still open: its teardown closes them.
+    const open = new Set<BusSubscription>();
+    class CountingBus extends InProcessBus {
+      override subscribe(...args: Parameters<InProcessBus['subscribe']>): BusSubscription {
+        const sub = super.subscribe(...args);
+        open.add(sub);
+        return { ...sub, close: async () => (open.delete(sub), await sub.close()) };
+      }
+    }
+    const bus = new CountingBus();
+    try {
+      const port = String((taken.address() as AddressInfo).port);
+      await expect(startMediaGateway(loadGatewayConfig({ GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: port }), { bus, logger })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+      expect(open.size).toBe(0);
+    } finally {
+      taken.close();
+      await bus.close();
+    }
+  }, 30_000);
 
   it('rejects a bad port in its configuration', () => {
     expect(() => loadGatewayConfig({ GATEWAY_PORT: '70000' })).toThrow(/GATEWAY_PORT/);
