@@ -64,7 +64,6 @@ export async function startMediaGateway(
   ];
   // Gauges read the endpoint (attached below) and the pacer only when scraped.
   const lateGapMs = 40;
-  const metrics = new GatewayMetrics({ activeCalls: () => streams.activeLegs + vonageStreams.activeLegs + telnyxStreams.activeLegs, pacerStats: () => pacer.stats, mediaStreamClosed, lateGapMs });
   const pacer = new OutboundPacer({ lateGapMs, onSinkError: (err) => deps.logger.warn({ err }, 'outbound frame not sent'), onFrameGap: (gapMs) => metrics.frameGap(gapMs) });
   const gatewayId = newId('gw');
   const ownProviders = !deps.providers;
@@ -73,6 +72,13 @@ export async function startMediaGateway(
   const encoders = new EncoderPool({ size: config.recordingEncoderWorkers, logger: deps.logger });
   const recordings = new RecordingArchiver({ store: deps.recordingStore ?? createObjectStore(config.recordings), encoders });
   const pipelines = !deps.onCall && config.pipelineThreads > 0 ? new PipelineThreads({ size: config.pipelineThreads, logger: deps.logger }) : undefined;
+  const metrics = new GatewayMetrics({
+    activeCalls: () => streams.activeLegs + vonageStreams.activeLegs + telnyxStreams.activeLegs,
+    pacerStats: () => pacer.stats,
+    mediaStreamClosed,
+    lateGapMs,
+    ...(pipelines ? { pipelineThreads: () => pipelines.stats() } : {}),
+  });
   const sessions = deps.onCall
     ? undefined
     : new CallSessions({

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ProviderError, TurnMetrics } from '@vap/voice-pipeline';
+import type { PipelineThreadStats } from '../pipeline-threads/pipeline-threads.js';
 import type { PacerStats } from '../twilio/pacer.js';
 import type { TaggedCounter } from '../twilio/tagged-counter.js';
 import { FixedHistogram } from './fixed-histogram.js';
@@ -64,6 +65,8 @@ export class GatewayMetrics implements CallMetrics {
       mediaStreamClosed: TaggedCounter;
       /** Gap above which a frame is late, ms (the pacer's `lateGapMs`). */
       lateGapMs: number;
+      /** The pipeline threads' figures (absent when sessions run on the gateway's loop, PIPELINE_THREADS=0). */
+      pipelineThreads?: () => Promise<PipelineThreadStats[]>;
     },
   ) {
     const registers = [this.registry];
@@ -78,6 +81,7 @@ export class GatewayMetrics implements CallMetrics {
     const late = () => this.lateFrameCount;
     new Counter({ name: 'vap_outbound_late_frames_total', help: 'Outbound 20 ms frames sent more than 40 ms after the previous one while audio was waiting', registers, collect() { this.reset(); this.inc(late()); } });
     new Counter({ name: 'vap_pacer_late_ticks_total', help: 'Ticks of the outbound pacing timer that fired a whole frame (20 ms) or more late', registers, collect() { this.reset(); this.inc(source.pacerStats().lateTicks); } });
+    if (source.pipelineThreads) this.registerThreadMetrics(source.pipelineThreads);
     new Counter({
       name: 'svc_telephony_media_stream_closed_total',
       help: 'svc.telephony.media_stream_closed: carrier media stream sockets (Twilio, Telnyx, Vonage) closed or refused, by reason',
@@ -88,6 +92,28 @@ export class GatewayMetrics implements CallMetrics {
         for (const [reason, n] of Object.entries(source.mediaStreamClosed.snapshot())) this.inc({ reason }, n);
       },
     });
+  }
+
+  /**
+   * Per pipeline thread (label `thread`, its place in the pool): calls, busy time and the
+   * event-loop delay since the previous scrape. One scrape asks the threads once; every
+   * family reads that answer.
+   */
+  private registerThreadMetrics(read: () => Promise<PipelineThreadStats[]>): void {
+    const registers = [this.registry];
+    let asking: Promise<PipelineThreadStats[]> | null = null;
+    const stats = () => (asking ??= read().finally(() => (asking = null)));
+    const perThread = async (metric: { reset(): void }, each: (s: PipelineThreadStats, labels: { thread: string }) => void) => {
+      const all = await stats();
+      metric.reset();
+      for (const s of all) each(s, { thread: String(s.thread) });
+    };
+    new Gauge({ name: 'vap_pipeline_thread_calls', help: 'Calls whose voice session runs on this pipeline thread now', labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => this.set(l, s.calls)); } });
+    new Counter({ name: 'vap_pipeline_thread_busy_seconds_total', help: 'Time the pipeline thread\'s event loop was busy since the thread started (rate() is its utilization of a core, 1 = saturated); a replacement thread starts from 0', labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => this.inc(l, s.busyMs / 1000)); } });
+    const lag = (name: string, help: string, pick: (d: NonNullable<PipelineThreadStats['loopDelay']>) => number) =>
+      new Gauge({ name, help, labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => s.loopDelay && this.set(l, pick(s.loopDelay) / 1e9)); } });
+    lag('vap_pipeline_thread_eventloop_lag_p99_seconds', 'The pipeline thread\'s event-loop delay p99 since the previous scrape, 10 ms samples (as nodejs_eventloop_lag_p99_seconds for the gateway\'s loop); absent when the thread did not answer within a second', (d) => d.p99Ns);
+    lag('vap_pipeline_thread_eventloop_lag_max_seconds', 'The pipeline thread\'s largest event-loop delay since the previous scrape (as nodejs_eventloop_lag_max_seconds)', (d) => d.maxNs);
   }
 
   turn(m: TurnMetrics, providers: { stt: string; llm: string; tts: string }): void {

@@ -14,7 +14,7 @@ import { ProviderError } from '@vap/voice-pipeline';
 import type { KnowledgePassage, RecordedMessage, RecordedTurn, SessionStatus, TurnMetrics } from '@vap/voice-pipeline';
 import type { CallLeg } from '../call-leg.js';
 import { Batcher, THREAD_READY, unpackBatch } from './protocol.js';
-import type { Batch, FromThread, SessionInit, SessionResult, ToThread } from './protocol.js';
+import type { Batch, FromThread, SessionInit, SessionResult, ThreadLoopDelay, ToThread } from './protocol.js';
 
 /** One call's voice session, wherever it runs: a {@link VoiceSession} satisfies it, so does a session on a pipeline thread. */
 export interface SessionHandle {
@@ -41,6 +41,22 @@ export interface SessionHooks {
 
 const WORKER_URL = new URL('./pipeline-worker.mjs', import.meta.url);
 
+/** One pipeline thread as {@link PipelineThreads.stats} reads it (the gateway's /metrics). */
+export interface PipelineThreadStats {
+  /** The thread's place in the pool, from 0; a replacement for a thread that died takes its place. */
+  thread: number;
+  /** Calls running on it now. */
+  calls: number;
+  /**
+   * Time its event loop has spent busy since the thread started, ms (Node's event-loop
+   * utilization of the worker, read from the gateway's side: it answers even when the thread
+   * is stuck). A replacement thread starts again from 0.
+   */
+  busyMs: number;
+  /** Its event-loop delay since the previous `stats()`; null when it did not answer in time (a stuck or loading thread) or took no sample. */
+  loopDelay: ThreadLoopDelay;
+}
+
 interface Thread {
   worker: Worker;
   out: Batcher<ToThread>;
@@ -49,6 +65,8 @@ interface Thread {
   dead: boolean;
   /** The thread has loaded the pipeline and takes calls without a wait; rejects if it died first. */
   ready: Promise<void>;
+  /** `stats` asked and not answered yet, by id. */
+  statsWaiters: Map<number, (loopDelay: ThreadLoopDelay) => void>;
 }
 
 /**
@@ -60,6 +78,7 @@ interface Thread {
 export class PipelineThreads {
   private readonly threads: Thread[] = [];
   private nextSession = 1;
+  private nextStats = 1;
   private closed = false;
 
   constructor(
@@ -85,6 +104,29 @@ export class PipelineThreads {
   /** Calls running on the threads. */
   get activeSessions(): number {
     return this.threads.reduce((n, t) => n + t.sessions.size, 0);
+  }
+
+  /**
+   * Each live thread's calls, busy time and event-loop delay (restarting its delay window).
+   * A thread that does not answer within `timeoutMs` is listed with `loopDelay: null`.
+   */
+  async stats(timeoutMs = 1000): Promise<PipelineThreadStats[]> {
+    if (this.closed) return [];
+    const live = this.threads.map((t, i) => [t, i] as const).filter(([t]) => !t.dead);
+    return Promise.all(
+      live.map(async ([t, i]): Promise<PipelineThreadStats> => {
+        const id = this.nextStats++;
+        let timer: NodeJS.Timeout | undefined;
+        const loopDelay = await new Promise<ThreadLoopDelay>((resolve) => {
+          t.statsWaiters.set(id, resolve);
+          timer = setTimeout(() => resolve(null), timeoutMs).unref();
+          t.out.send({ t: 'stats', s: 0, id });
+        });
+        clearTimeout(timer);
+        t.statsWaiters.delete(id);
+        return { thread: i, calls: t.sessions.size, busyMs: t.worker.performance.eventLoopUtilization().active, loopDelay };
+      }),
+    );
   }
 
   /** Runs a call's session on the least busy thread, driving `leg`. */
@@ -113,9 +155,10 @@ export class PipelineThreads {
     const ready = new Promise<void>((resolve, reject) => ((loaded = resolve), (failed = reject)));
     // A replacement thread nobody awaits must not report an unhandled rejection.
     ready.catch(() => undefined);
-    const thread: Thread = { worker, out: new Batcher((batch, transfer) => worker.postMessage(batch, transfer)), sessions: new Map(), dead: false, ready };
+    const thread: Thread = { worker, out: new Batcher((batch, transfer) => worker.postMessage(batch, transfer)), sessions: new Map(), dead: false, ready, statsWaiters: new Map() };
     const onAudio = (s: number, audio: Uint8Array): void => thread.sessions.get(s)?.sendAudio(audio);
     const onOther = (m: FromThread): void => {
+      if (m.t === 'stats') return thread.statsWaiters.get(m.id)?.(m.loopDelay);
       try {
         thread.sessions.get(m.s)?.receive(m);
       } catch (err) {
@@ -129,6 +172,7 @@ export class PipelineThreads {
       failed(new Error(`pipeline thread exited with code ${code} before it was ready`));
       if (!this.closed) this.opts.logger.error({ code, threadId: worker.threadId, calls: thread.sessions.size }, 'pipeline thread exited; its calls fail');
       for (const s of [...thread.sessions.values()]) s.crashed();
+      for (const answer of thread.statsWaiters.values()) answer(null);
     });
     // An idle pool does not keep the process alive; a loading one does (someone may await `ready()`).
     void ready.then(() => worker.unref(), () => undefined);

@@ -5,12 +5,13 @@
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import { EnergyVad, VoiceSession, createCallProviders } from '@vap/voice-pipeline';
 import type { KnowledgeOptions, KnowledgePassage, ProviderError, SessionOutcome } from '@vap/voice-pipeline';
-import { Batcher, THREAD_READY, unpackBatch } from './protocol.js';
+import { Batcher, THREAD_LOOP_DELAY_RESOLUTION_MS, THREAD_READY, unpackBatch } from './protocol.js';
 import type { Batch, FromThread, ProviderErrorFields, SessionInit, SessionResult, ToThread } from './protocol.js';
 
 const port = parentPort!;
@@ -40,6 +41,10 @@ interface Call {
 
 const calls = new Map<number, Call>();
 
+/** This thread's event-loop delay, reported and restarted when the gateway asks (its /metrics scrape). */
+const loopDelay = monitorEventLoopDelay({ resolution: THREAD_LOOP_DELAY_RESOLUTION_MS });
+loopDelay.enable();
+
 const onAudio = (s: number, audio: Uint8Array): void => calls.get(s)?.session?.audio(audio);
 const onOther = (m: ToThread): void => {
   try {
@@ -55,6 +60,12 @@ port.postMessage(THREAD_READY);
 
 function receive(m: ToThread): void {
   if (m.t === 'open') return open(m.s, m.init);
+  if (m.t === 'stats') {
+    const sampled = loopDelay.count > 0;
+    out.send({ t: 'stats', s: 0, id: m.id, loopDelay: sampled ? { p50Ns: loopDelay.percentile(50), p99Ns: loopDelay.percentile(99), maxNs: loopDelay.max } : null });
+    loopDelay.reset();
+    return;
+  }
   const call = calls.get(m.s);
   if (!call) return;
   const session = call.session;

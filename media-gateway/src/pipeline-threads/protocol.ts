@@ -54,7 +54,20 @@ export type ToThread =
   | { t: 'transportEnded'; s: number; reason: 'hangup' | 'socket-lost' | 'local' }
   | { t: 'stop'; s: number; reason: string; status: SessionStatus }
   | { t: 'hungUp'; s: number }
-  | { t: 'retrieved'; s: number; id: number; passages: KnowledgePassage[] | null; error: string | null };
+  | { t: 'retrieved'; s: number; id: number; passages: KnowledgePassage[] | null; error: string | null }
+  /** Not a call's (`s` is 0): asks the thread for its {@link ThreadLoopDelay} since the last ask. */
+  | { t: 'stats'; s: 0; id: number };
+
+/**
+ * A thread's event-loop delay since the gateway last asked: nanoseconds, as
+ * `monitorEventLoopDelay` records them at {@link THREAD_LOOP_DELAY_RESOLUTION_MS} (so the
+ * period is included, as in prom-client's `nodejs_eventloop_lag_*` for the gateway's loop);
+ * null when no sample was taken.
+ */
+export type ThreadLoopDelay = { p50Ns: number; p99Ns: number; maxNs: number } | null;
+
+/** The sampling period of a thread's loop-delay histogram, ms (prom-client's default for the gateway's loop). */
+export const THREAD_LOOP_DELAY_RESOLUTION_MS = 10;
 
 /** Thread → gateway, per call: the leg's commands, the session's callbacks, its log lines and its end; agent audio goes as {@link Batcher.audio}. */
 export type FromThread =
@@ -70,7 +83,9 @@ export type FromThread =
   | { t: 'falseInterruption'; s: number }
   | { t: 'retrieve'; s: number; id: number; query: string }
   | { t: 'log'; s: number; line: string }
-  | { t: 'ended'; s: number; result: SessionResult };
+  | { t: 'ended'; s: number; result: SessionResult }
+  /** Not a call's: the answer to `stats`. */
+  | { t: 'stats'; s: 0; id: number; loopDelay: ThreadLoopDelay };
 
 /**
  * One post over a thread's port: the messages queued during one turn of the sender's event

@@ -52,7 +52,8 @@ beforeAll(async () => {
     bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => void ended.add(payload.conversationId)),
   );
   gateway = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' }), { bus, logger, providers });
-  guarded = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent', METRICS_TOKEN: 'scrape-secret' }), { bus, logger, providers });
+  // Also sessions on the gateway's own loop: no pipeline-thread metrics.
+  guarded = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent', METRICS_TOKEN: 'scrape-secret', PIPELINE_THREADS: '0' }), { bus, logger, providers });
 }, 60_000);
 
 afterAll(async () => {
@@ -82,6 +83,8 @@ describe('gateway /metrics', () => {
     await runCallerScript(call, [{ expectAgent: true }, { say: 'Hi, I would like to book a table for two tonight.' }, { expectAgent: true }, { say: 'What are your opening hours?' }], script);
     const during = await scrape(gateway);
     expect(during.value('vap_active_calls')).toBe(1);
+    // The call's session runs on the one pipeline thread (PIPELINE_THREADS defaults to 1).
+    expect(during.value('vap_pipeline_thread_calls', { thread: '0' })).toBe(1);
     // The long answer: the caller talks over it, the gateway clears.
     const timings = await runCallerScript(call, [{ sayOverAgent: 'Actually, can you tell me where you are located?', afterMs: 1200 }, { expectAgent: true }], script);
     expect(timings[0]!.bargeInReactionMs).not.toBeNull();
@@ -108,6 +111,14 @@ describe('gateway /metrics', () => {
     expect(after.value('vap_outbound_frame_gap_seconds_sum') / gaps).toBeLessThan(0.03);
     expect(after.types.get('vap_outbound_late_frames_total')).toBe('counter');
     expect(after.value('vap_calls_ended_total', { status: 'completed' })).toBe(1);
+    // The pipeline thread: busy while the call ran, its loop delay over the 10 ms samples since the previous scrape.
+    expect(after.types.get('vap_pipeline_thread_busy_seconds_total')).toBe('counter');
+    expect(after.value('vap_pipeline_thread_busy_seconds_total', { thread: '0' })).toBeGreaterThan(during.value('vap_pipeline_thread_busy_seconds_total', { thread: '0' }));
+    expect(after.value('vap_pipeline_thread_calls', { thread: '0' })).toBe(0);
+    const lagP99 = after.value('vap_pipeline_thread_eventloop_lag_p99_seconds', { thread: '0' });
+    expect(lagP99).toBeGreaterThanOrEqual(0.01);
+    expect(lagP99).toBeLessThan(1);
+    expect(after.value('vap_pipeline_thread_eventloop_lag_max_seconds', { thread: '0' })).toBeGreaterThanOrEqual(lagP99);
     // Twilio's `stop` ended the stream.
     expect(after.value('svc_telephony_media_stream_closed_total', { reason: 'hangup' })).toBe(hangupsBefore + 1);
     // Labels stay bounded: no call or conversation ids.
@@ -145,6 +156,9 @@ describe('gateway /metrics', () => {
     expect((await fetch(`${guarded.url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
     const ok = await fetch(`${guarded.url}/metrics`, { headers: { authorization: 'Bearer scrape-secret' } });
     expect(ok.status).toBe(200);
-    expect(parsePrometheusText(await ok.text()).types.get('vap_active_calls')).toBe('gauge');
+    const scraped = parsePrometheusText(await ok.text());
+    expect(scraped.types.get('vap_active_calls')).toBe('gauge');
+    // PIPELINE_THREADS=0: sessions run on the gateway's loop, whose delay nodejs_eventloop_lag_* already shows.
+    expect([...scraped.types.keys()].filter((name) => name.startsWith('vap_pipeline_thread'))).toEqual([]);
   });
 });

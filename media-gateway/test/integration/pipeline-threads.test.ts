@@ -187,6 +187,48 @@ describe('PipelineThreads', () => {
     expect(ended?.['err']).toMatchObject({ type: 'ProviderError', message: expect.stringContaining(fatal!.error.message) as unknown });
   }, 30_000);
 
+  it('reports each thread\'s calls, busy time and event-loop delay (the 10 ms period included) for the gateway\'s /metrics', async () => {
+    threads = new PipelineThreads({ size: 2, logger: pino({ level: 'silent' }) });
+    await threads.ready();
+    // A few of the threads' 10 ms loop-delay samples.
+    await new Promise((r) => setTimeout(r, 100));
+    const idle = await threads.stats();
+    expect(idle.map((s) => [s.thread, s.calls])).toEqual([[0, 0], [1, 0]]);
+    for (const s of idle) {
+      expect(s.loopDelay).not.toBeNull();
+      expect(s.loopDelay!.p50Ns).toBeGreaterThanOrEqual(9e6);
+      expect(s.loopDelay!.p99Ns).toBeGreaterThanOrEqual(s.loopDelay!.p50Ns);
+      expect(s.loopDelay!.maxNs).toBeGreaterThanOrEqual(s.loopDelay!.p99Ns);
+    }
+
+    const leg = new InstantLeg('CA6');
+    const { hooks, seen } = hooksFor(capture().logger);
+    const session = threads.open(init({ call: { callSid: 'CA6', from: null, to: null, metadata: {} } }), leg, hooks);
+    session.start();
+    await vi.waitFor(() => expect(seen.messages).toHaveLength(1), { timeout: 15_000, interval: 20 });
+    const busy = await threads.stats();
+    // The call runs on the first of two idle threads; its greeting kept that thread busy.
+    expect(busy.map((s) => s.calls)).toEqual([1, 0]);
+    expect(busy[0]!.busyMs).toBeGreaterThan(idle[0]!.busyMs);
+    await session.stop('gateway_shutdown', 'failed');
+    expect((await threads.stats()).map((s) => s.calls)).toEqual([0, 0]);
+  }, 30_000);
+
+  it('lists a thread that does not answer without its loop delay, and leaves out a thread that died', async () => {
+    // The crashing fixture never answers `stats`, and exits once its call starts.
+    threads = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }), workerUrl: new URL('../fixtures/crashing-pipeline-worker.mjs', import.meta.url) });
+    const asked = performance.now();
+    const [silent, ...rest] = await threads.stats(200);
+    expect(performance.now() - asked).toBeGreaterThanOrEqual(190);
+    expect(rest).toEqual([]);
+    expect(silent).toMatchObject({ thread: 0, calls: 0, loopDelay: null });
+    expect(silent!.busyMs).toBeGreaterThanOrEqual(0);
+    const session = threads.open(init(), new InstantLeg('CA7'), hooksFor(capture().logger).hooks);
+    session.start();
+    await session.ended;
+    expect(await threads.stats(200)).toEqual([]);
+  }, 30_000);
+
   it('fails the calls of a thread that dies, keeping what they said, hangs them up, and runs the next call on a new thread', async () => {
     const { logger: poolLogger, lines: poolLines } = capture();
     threads = new PipelineThreads({ size: 1, logger: poolLogger, workerUrl: new URL('../fixtures/crashing-pipeline-worker.mjs', import.meta.url) });

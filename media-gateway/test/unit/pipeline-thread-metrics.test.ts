@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { parsePrometheusText } from '@vap/shared';
+import { GatewayMetrics } from '../../src/metrics/gateway-metrics.js';
+import type { PipelineThreadStats } from '../../src/pipeline-threads/pipeline-threads.js';
+import { TaggedCounter } from '../../src/twilio/tagged-counter.js';
+
+function metrics(pipelineThreads?: () => Promise<PipelineThreadStats[]>): GatewayMetrics {
+  return new GatewayMetrics({
+    activeCalls: () => 0,
+    pacerStats: () => ({ ticks: 0, lateTicks: 0, maxTickLatenessMs: 0, streams: 0 }),
+    mediaStreamClosed: new TaggedCounter('svc.telephony.media_stream_closed', 'reason'),
+    lateGapMs: 40,
+    ...(pipelineThreads ? { pipelineThreads } : {}),
+  });
+}
+
+describe('pipeline-thread metrics', () => {
+  it('ask the threads once per scrape and show each thread under its place in the pool', async () => {
+    let asks = 0;
+    let busyMs = 1500;
+    const m = metrics(async () => {
+      asks++;
+      return [
+        { thread: 0, calls: 3, busyMs, loopDelay: { p50Ns: 10.1e6, p99Ns: 14e6, maxNs: 31e6 } },
+        // Did not answer in time: calls and busy time, no delay.
+        { thread: 1, calls: 2, busyMs: 250, loopDelay: null },
+      ];
+    });
+    const first = parsePrometheusText(await m.registry.metrics());
+    expect(asks).toBe(1);
+    expect(first.types.get('vap_pipeline_thread_busy_seconds_total')).toBe('counter');
+    expect(first.value('vap_pipeline_thread_calls', { thread: '0' })).toBe(3);
+    expect(first.value('vap_pipeline_thread_calls', { thread: '1' })).toBe(2);
+    expect(first.value('vap_pipeline_thread_busy_seconds_total', { thread: '0' })).toBe(1.5);
+    expect(first.value('vap_pipeline_thread_busy_seconds_total', { thread: '1' })).toBe(0.25);
+    expect(first.value('vap_pipeline_thread_eventloop_lag_p99_seconds', { thread: '0' })).toBeCloseTo(0.014, 9);
+    expect(first.value('vap_pipeline_thread_eventloop_lag_max_seconds', { thread: '0' })).toBeCloseTo(0.031, 9);
+    expect(first.samples.filter((s) => s.name.startsWith('vap_pipeline_thread_eventloop_lag') && s.labels['thread'] === '1')).toEqual([]);
+
+    // The next scrape shows the new figures, not a sum with the previous ones.
+    busyMs = 2500;
+    const second = parsePrometheusText(await m.registry.metrics());
+    expect(asks).toBe(2);
+    expect(second.value('vap_pipeline_thread_busy_seconds_total', { thread: '0' })).toBe(2.5);
+    expect(second.value('vap_pipeline_thread_calls', { thread: '0' })).toBe(3);
+  });
+
+  it('are absent when sessions run on the gateway\'s loop', async () => {
+    const text = await metrics().registry.metrics();
+    expect(text).not.toContain('vap_pipeline_thread');
+  });
+});
