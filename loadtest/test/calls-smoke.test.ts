@@ -69,11 +69,18 @@ describe('pnpm bench:calls', () => {
     expect(gw.framePacing.lateFramesAtGateway).not.toBeNull();
     expect(gw.process.eventLoopDelay.p99).not.toBeNull();
     expect(gw.simulators!.cpuPercent).toBeGreaterThan(0);
+    // The one pipeline thread, from the gateway's /metrics: it ran the calls' pipelines.
+    expect(gw.pipelineThreads!.busyPercent).toHaveLength(1);
+    expect(gw.pipelineThreads!.busyPercent[0]).toBeGreaterThan(0);
+    expect(gw.pipelineThreads!.busyPercent[0]).toBeLessThanOrEqual(100);
+    expect(gw.pipelineThreads!.loopDelayP99Ms).not.toBeNull();
+    expect(stdout).toMatch(/pipeline threads busy, % of a core each +\d+ +-/);
     expect(report.loadAverage!.atStart).toBeGreaterThanOrEqual(0);
 
     const relay = report.relay!;
     expectMeasured(relay, 3);
     expect(relay.stages).toBeNull();
+    expect(relay.pipelineThreads).toBeUndefined();
     expect(relay.turnLatency.count).toBe(0);
     expect(report.cpuRatioToRelay).toBeGreaterThan(0);
     expect(report.capacity.calls).toBeGreaterThan(0);

@@ -28,6 +28,8 @@ import { scriptForReport } from './call-script.js';
 import { Child } from './child.js';
 import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
 import { epochNow } from './process-sampler.js';
+import { pipelineThreadFigures } from './thread-figures.js';
+import type { TimedScrape } from './thread-figures.js';
 import type { RawSample } from './process-sampler.js';
 
 type Providers = { deepgram: ProviderAddress; openai: ProviderAddress; elevenlabs: ProviderAddress };
@@ -61,11 +63,12 @@ function track<C extends { kill(): Promise<void> }>(started: Started, child: C):
   return child;
 }
 
-async function scrape(url: string | null): Promise<{ lateFrames: number; activeCalls: number; gaps: number; gapsWithin5Ms: number } | null> {
+async function scrape(url: string | null): Promise<{ lateFrames: number; activeCalls: number; gaps: number; gapsWithin5Ms: number; timed: TimedScrape } | null> {
   if (!url) return null;
   const res = await fetch(url);
   if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}`);
   const m = parsePrometheusText(await res.text());
+  const timed = { at: epochNow(), metrics: m };
   // The pacer's own gaps (audio waiting) in fixed buckets: (15, 25] ms is |gap - 20| <= 5.
   const bucket = (le: string) => m.value('vap_outbound_frame_gap_seconds_bucket', { le });
   return {
@@ -73,6 +76,7 @@ async function scrape(url: string | null): Promise<{ lateFrames: number; activeC
     activeCalls: m.value('vap_active_calls'),
     gaps: m.value('vap_outbound_frame_gap_seconds_count'),
     gapsWithin5Ms: bucket('0.025') - bucket('0.015'),
+    timed,
   };
 }
 
@@ -167,6 +171,8 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     utteranceBreakMs: UTTERANCE_BREAK_MS,
     generator,
   });
+  const threads = before && after ? pipelineThreadFigures(before.timed, after.timed) : null;
+  if (threads) run.pipelineThreads = threads;
   if (simsBefore && simsAfter && simsAfter.at > simsBefore.at) {
     run.simulators = { cpuPercent: ((simsAfter.cpuMs - simsBefore.cpuMs) / (simsAfter.at - simsBefore.at)) * 100, loopDelayP99Ms: simsAfter.loopDelayP99Ms };
   }

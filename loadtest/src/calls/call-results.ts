@@ -127,8 +127,19 @@ export interface TargetRun {
   connect?: Measured;
   /** What the provider-simulators process cost over this run (gateway only: the relay uses no provider). */
   simulators?: GeneratorFigures;
+  /** The gateway's pipeline threads over this run (absent for the relay and with `--pipeline-threads 0`). */
+  pipelineThreads?: PipelineThreadFigures;
   /** Things a reader should know that have no field: barge-ins that got no `clear`, calls without a gateway end record, … */
   notes?: string[];
+}
+
+/** The gateway's pipeline threads over its run, from its /metrics. */
+export interface PipelineThreadFigures {
+  /** Each thread's event loop busy, as a percentage of one core (100 = saturated), in pool order. */
+  busyPercent: number[];
+  /** The worst thread's event-loop delay beyond the 10 ms sampling period, ms: p99 and max. */
+  loopDelayP99Ms: number | null;
+  loopDelayMaxMs: number | null;
 }
 
 /** One caller (or simulators) process over one target's run. */
