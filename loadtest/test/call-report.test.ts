@@ -298,9 +298,9 @@ describe('renderCallReportHtml', () => {
   it('shows the pipeline threads\' busy share and worst loop delay in the process tables, and nothing without threads', () => {
     const withThreads = withEdit((r) => (r.gateway.pipelineThreads = { busyPercent: [31.4, 7.6], loopDelayP99Ms: 4.25, loopDelayMaxMs: null }));
     const table = formatCallTable(withThreads);
-    expect(table).toMatch(/pipeline threads busy, % of a core each +31 8 +-/);
+    expect(table).toMatch(/pipeline threads busy, % of wall time each +31 8 +-/);
     expect(table).toMatch(/pipeline thread loop delay p99 \/ max ms \(worst\) +4\.3 \/ - +-/);
-    expect(renderCallReportHtml(withThreads)).toContain('<td>pipeline threads busy, % of a core each</td><td class="num">31 8</td><td class="num">-</td>');
+    expect(renderCallReportHtml(withThreads)).toContain('<td>pipeline threads busy, % of wall time each</td><td class="num">31 8</td><td class="num">-</td>');
     expect(formatCallTable(fixture())).not.toContain('pipeline threads busy');
     expect(renderCallReportHtml(fixture())).not.toContain('pipeline threads busy');
   });

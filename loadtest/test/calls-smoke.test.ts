@@ -74,7 +74,7 @@ describe('pnpm bench:calls', () => {
     expect(gw.pipelineThreads!.busyPercent[0]).toBeGreaterThan(0);
     expect(gw.pipelineThreads!.busyPercent[0]).toBeLessThanOrEqual(100);
     expect(gw.pipelineThreads!.loopDelayP99Ms).not.toBeNull();
-    expect(stdout).toMatch(/pipeline threads busy, % of a core each +\d+ +-/);
+    expect(stdout).toMatch(/pipeline threads busy, % of wall time each +\d+ +-/);
     expect(report.loadAverage!.atStart).toBeGreaterThanOrEqual(0);
 
     const relay = report.relay!;

@@ -8,7 +8,7 @@ const P99 = '# TYPE vap_pipeline_thread_eventloop_lag_p99_seconds gauge';
 const MAX = '# TYPE vap_pipeline_thread_eventloop_lag_max_seconds gauge';
 
 describe('pipelineThreadFigures', () => {
-  it('gives each thread\'s busy share of a core between the scrapes and the worst thread\'s delay beyond the 10 ms period', () => {
+  it('gives each thread\'s busy share of the wall time between the scrapes and the worst thread\'s delay beyond the 10 ms period', () => {
     const before = scrape(1_000, [BUSY, 'vap_pipeline_thread_busy_seconds_total{thread="0"} 2', 'vap_pipeline_thread_busy_seconds_total{thread="1"} 1']);
     const after = scrape(21_000, [
       BUSY,

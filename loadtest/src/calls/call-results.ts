@@ -135,7 +135,11 @@ export interface TargetRun {
 
 /** The gateway's pipeline threads over its run, from its /metrics. */
 export interface PipelineThreadFigures {
-  /** Each thread's event loop busy, as a percentage of one core (100 = saturated), in pool order. */
+  /**
+   * Each thread's event loop busy, as a percentage of the run's wall time (100 = saturated),
+   * in pool order. It counts time the thread waited for a core, so on a busy machine it is
+   * above the thread's CPU share (its nice +10 lets the gateway's loop run first).
+   */
   busyPercent: number[];
   /** The worst thread's event-loop delay beyond the 10 ms sampling period, ms: p99 and max. */
   loopDelayP99Ms: number | null;

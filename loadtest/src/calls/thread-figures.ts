@@ -23,7 +23,7 @@ function perThread(m: PrometheusExposition, name: string): Map<string, number> {
 }
 
 /**
- * Busy share of a core per thread between the scrapes, and the worst thread's loop delay
+ * Each thread's busy share of the wall time between the scrapes, and the worst thread's loop delay
  * over the same span (the `after` scrape's gauges cover the time since `before`). Null when
  * the gateway ran no threads (`PIPELINE_THREADS=0`: its loop delay is the process's).
  */
@@ -51,7 +51,7 @@ export function pipelineThreadRows(threads: PipelineThreadFigures | undefined): 
   if (!threads) return [];
   const ms = (v: number | null) => (v === null ? '-' : v.toFixed(1));
   return [
-    ['pipeline threads busy, % of a core each', threads.busyPercent.map((p) => p.toFixed(0)).join(' '), '-'],
+    ['pipeline threads busy, % of wall time each', threads.busyPercent.map((p) => p.toFixed(0)).join(' '), '-'],
     ['pipeline thread loop delay p99 / max ms (worst)', `${ms(threads.loopDelayP99Ms)} / ${ms(threads.loopDelayMaxMs)}`, '-'],
   ];
 }

@@ -109,7 +109,7 @@ export class GatewayMetrics implements CallMetrics {
       for (const s of all) each(s, { thread: String(s.thread) });
     };
     new Gauge({ name: 'vap_pipeline_thread_calls', help: 'Calls whose voice session runs on this pipeline thread now', labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => this.set(l, s.calls)); } });
-    new Counter({ name: 'vap_pipeline_thread_busy_seconds_total', help: 'Time the pipeline thread\'s event loop was busy since the thread started (rate() is its utilization of a core, 1 = saturated); a replacement thread starts from 0', labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => this.inc(l, s.busyMs / 1000)); } });
+    new Counter({ name: 'vap_pipeline_thread_busy_seconds_total', help: 'Wall time the pipeline thread\'s event loop was busy since the thread started (rate() is its utilization, 1 = saturated; it includes time spent waiting for a core, so on a busy machine it exceeds the thread\'s CPU time); a replacement thread starts from 0', labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => this.inc(l, s.busyMs / 1000)); } });
     const lag = (name: string, help: string, pick: (d: NonNullable<PipelineThreadStats['loopDelay']>) => number) =>
       new Gauge({ name, help, labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => s.loopDelay && this.set(l, pick(s.loopDelay) / 1e9)); } });
     lag('vap_pipeline_thread_eventloop_lag_p99_seconds', 'The pipeline thread\'s event-loop delay p99 since the previous scrape, 10 ms samples (as nodejs_eventloop_lag_p99_seconds for the gateway\'s loop); absent when the thread did not answer within a second', (d) => d.p99Ns);

@@ -48,9 +48,9 @@ export interface PipelineThreadStats {
   /** Calls running on it now. */
   calls: number;
   /**
-   * Time its event loop has spent busy since the thread started, ms (Node's event-loop
+   * Wall time its event loop has spent busy since the thread started, ms (Node's event-loop
    * utilization of the worker, read from the gateway's side: it answers even when the thread
-   * is stuck). A replacement thread starts again from 0.
+   * is stuck; time waiting for a core counts). A replacement thread starts again from 0.
    */
   busyMs: number;
   /** Its event-loop delay since the previous `stats()`; null when it did not answer in time (a stuck or loading thread) or took no sample. */
