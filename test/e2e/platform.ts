@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { createServer } from 'node:net';
 import { pino } from 'pino';
 import { inject } from 'vitest';
@@ -80,7 +80,22 @@ async function onFreePort<T>(start: (port: number) => Promise<T>): Promise<T> {
   }
 }
 
-let numberSeq = Math.floor(Math.random() * 9000);
+/**
+ * A phone number no other test holds. The e2e files share one database and run in parallel,
+ * so a per-file counter from a random start collided now and then (CI once: duplicate key
+ * phone_numbers_e164_key); a taken number is skipped instead.
+ */
+async function insertFreeNumber(pool: ControlPlane['database']['pool'], tenantId: string, agentId: string): Promise<string> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const number = `+1555${String(randomInt(0, 10_000_000)).padStart(7, '0')}`;
+    const { rowCount } = await pool.query(
+      `insert into phone_numbers (id, tenant_id, phone_number, country, provider, assigned_agent_id) values ($1, $2, $3, 'US', 'twilio', $4) on conflict do nothing`,
+      [newId('num'), tenantId, number, agentId],
+    );
+    if (rowCount === 1) return number;
+  }
+  throw new Error('no free test phone number after 20 tries');
+}
 
 /**
  * The whole platform on loopback: a control plane (real Postgres), a media gateway and the
@@ -167,11 +182,7 @@ export async function startPlatform(kind: 'in-process' | 'nats', env: Record<str
       const agentId = created.body.id as string;
       const activated = await api('POST', `/api/v1/agents/${agentId}/activate`);
       if (activated.status !== 200) throw new Error(`activate failed: ${JSON.stringify(activated.body)}`);
-      const number = `+1555${String(1_000_000 + numberSeq++).slice(1)}`;
-      await cp.database.pool.query(
-        `insert into phone_numbers (id, tenant_id, phone_number, country, provider, assigned_agent_id) values ($1, $2, $3, 'US', 'twilio', $4)`,
-        [newId('num'), tenant.tenantId, number, agentId],
-      );
+      const number = await insertFreeNumber(cp.database.pool, tenant.tenantId, agentId);
       return { agentId, number };
     },
     finishedConversation: async (conversationId, timeoutMs = 10_000) => {
