@@ -113,7 +113,7 @@ export class GatewayMetrics implements CallMetrics {
     const lag = (name: string, help: string, pick: (d: NonNullable<PipelineThreadStats['loopDelay']>) => number) =>
       new Gauge({ name, help, labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => s.loopDelay && this.set(l, pick(s.loopDelay) / 1e9)); } });
     lag('vap_pipeline_thread_eventloop_lag_p99_seconds', 'The pipeline thread\'s event-loop delay p99 since the previous scrape, 10 ms samples (as nodejs_eventloop_lag_p99_seconds for the gateway\'s loop); absent when the thread did not answer within a second', (d) => d.p99Ns);
-    lag('vap_pipeline_thread_eventloop_lag_max_seconds', 'The pipeline thread\'s largest event-loop delay since the previous scrape (as nodejs_eventloop_lag_max_seconds)', (d) => d.maxNs);
+    lag('vap_pipeline_thread_eventloop_lag_max_seconds', 'The pipeline thread\'s largest event-loop delay since the previous scrape (as nodejs_eventloop_lag_max_seconds); absent when the thread did not answer within a second', (d) => d.maxNs);
   }
 
   turn(m: TurnMetrics, providers: { stt: string; llm: string; tts: string }): void {
