@@ -4,11 +4,9 @@
  * delay. One pipeline thread can saturate a core before the process reaches 60 % of two, so
  * the process CPU alone does not say which limit comes first.
  */
+import { THREAD_LOOP_DELAY_RESOLUTION_MS } from '@vap/media-gateway/pipeline-threads/protocol';
 import type { PrometheusExposition } from '@vap/shared';
 import type { PipelineThreadFigures } from './call-results.js';
-
-/** The loop-delay samples' period, ms: the gauges include it, the report's delays do not (as the process sampler's). */
-const THREAD_LOOP_PERIOD_MS = 10;
 
 /** A scrape and when it was taken (epoch ms). */
 export interface TimedScrape {
@@ -41,7 +39,8 @@ export function pipelineThreadFigures(before: TimedScrape, after: TimedScrape): 
   });
   const worst = (name: string): number | null => {
     const values = [...perThread(after.metrics, name).values()];
-    return values.length === 0 ? null : Math.max(0, Math.max(...values) * 1000 - THREAD_LOOP_PERIOD_MS);
+    // The gauges include the sampling period, the report's delays do not (as the process sampler's).
+    return values.length === 0 ? null : Math.max(0, Math.max(...values) * 1000 - THREAD_LOOP_DELAY_RESOLUTION_MS);
   };
   return { busyPercent, loopDelayP99Ms: worst('vap_pipeline_thread_eventloop_lag_p99_seconds'), loopDelayMaxMs: worst('vap_pipeline_thread_eventloop_lag_max_seconds') };
 }

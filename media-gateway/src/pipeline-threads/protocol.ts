@@ -66,7 +66,7 @@ export type ToThread =
  */
 export type ThreadLoopDelay = { p50Ns: number; p99Ns: number; maxNs: number } | null;
 
-/** The sampling period of a thread's loop-delay histogram, ms (prom-client's default for the gateway's loop). */
+/** The sampling period of a thread's loop-delay histogram, ms (prom-client's default for the gateway's loop); `bench:calls` subtracts it from the gauges (loadtest/src/calls/thread-figures.ts). */
 export const THREAD_LOOP_DELAY_RESOLUTION_MS = 10;
 
 /** Thread → gateway, per call: the leg's commands, the session's callbacks, its log lines and its end; agent audio goes as {@link Batcher.audio}. */
