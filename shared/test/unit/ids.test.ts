@@ -12,8 +12,13 @@ describe('newId', () => {
     expect(isId('agt', 'agt_short')).toBe(false);
   });
 
-  it('does not repeat', () => {
-    const ids = new Set(Array.from({ length: 10_000 }, () => newId('conv', 1)));
-    expect(ids.size).toBe(10_000);
+  it('does not repeat, across many refills of its random pool (256 ids each)', () => {
+    const list = Array.from({ length: 10_000 }, () => newId('conv', 1));
+    expect(new Set(list).size).toBe(10_000);
+    // Every symbol turns up in each random position: the bytes are random, not a pool left unfilled or reused from its start.
+    for (let pos = 0; pos < 16; pos++) {
+      const symbols = new Set(list.map((id) => id[5 + 10 + pos]));
+      expect(symbols.size, `position ${pos}`).toBe(32);
+    }
   });
 });
