@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export type KeyEnvironment = 'live' | 'sandbox';
 
@@ -23,7 +23,11 @@ export function keyPrefix(key: string): string {
   return key.slice(0, cut + PREFIX_RANDOM_CHARS);
 }
 
-/** SHA-256 hex. The key is 256 random bits, so no slow hash is needed to resist guessing. */
+/**
+ * SHA-256 hex. The key is 256 random bits, so no slow hash is needed to resist guessing.
+ * One-shot `hash` (Node >= 20.12): every API request hashes its key, and it costs ~270 ns
+ * against ~800 for a `createHash` object (#5).
+ */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
