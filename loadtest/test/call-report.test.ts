@@ -55,6 +55,7 @@ function gatewayRun(): TargetRun {
       samples: samples(200, 104, 92),
     },
     durationSec: 52,
+    cpuSplit: { loop: 0.5, pipelineThreads: 0.4, other: 0.1 },
   };
 }
 
@@ -67,6 +68,7 @@ function relayRun(): TargetRun {
     bargeInReaction: none,
     framePacing: { ...gatewayRun().framePacing, lateFramesAtGateway: null },
     process: { ...gatewayRun().process, cpuSeconds: 24, cpuPerCallSecond: 0.003, rssGrowthPerCallMb: 0.05, samples: samples(200, 60, 70) },
+    cpuSplit: undefined,
   };
 }
 
@@ -196,6 +198,8 @@ describe('formatCallTable', () => {
     expect(out).toMatch(/relay\s+1204000\s+0\s+-\s+2\.80/);
     expect(out).toMatch(/gateway\s+\d+\s+0\s+0\s+2\.80\s+[\d.]+\s+99\.62 % of 1000000/);
     expect(out).toMatch(/CPU ms per call-second\s+5\.200\s+3\.000/);
+    // The gateway's 5.2 ms split by thread: half the loop's, 40 % the pipeline thread's, the rest helpers'.
+    expect(out).toMatch(/CPU ms per call-second: event loop \/ pipeline threads \/ other\s+2\.600 \/ 2\.080 \/ 0\.520\s+-$/m);
     expect(out).toMatch(/barge-in reaction p95\s+<= 150 ms\s+138\.0 ms\s+PASS/);
     expect(out).toMatch(/implied capacity .*231 calls\s+-$/m);
     expect(out).toContain('result: OK');
@@ -214,6 +218,7 @@ describe('formatCallTable', () => {
     );
     expect(out).toMatch(/failed calls\s+= 0\s+1 failed \(1 of them dropped\) of 200\s+FAIL/);
     expect(out).toContain('gateway CA01 dropped: socket closed after turn 2');
+    expect(formatCallTable(withEdit((r) => delete r.gateway.cpuSplit))).not.toContain('event loop / pipeline threads');
     expect(out).toMatch(/CPU ms per call-second\s+5\.200\s+-/);
     expect(out).toContain('result: NOT OK');
   });
@@ -239,6 +244,10 @@ describe('renderCallReportHtml', () => {
     expect(occurrences(html, '<td class="pass">PASS</td>')).toBe(10);
     expect(html).toContain('60 % of 2 cores');
     expect(html).toContain('>5.2 ms<'); // gateway CPU per call-second bar label
+    // The gateway by thread next to the relay, in the chart and the table.
+    expect(html).toContain('gateway by thread · event loop: 2.6 ms');
+    expect(html).toContain('gateway by thread · relay: 3 ms');
+    expect(html).toContain('<td class="num">2.600 / 2.080 / 0.520</td>');
   });
 
   it('colours a failed target and names it in the summary', () => {

@@ -75,12 +75,22 @@ describe('pnpm bench:calls', () => {
     expect(gw.pipelineThreads!.busyPercent[0]).toBeLessThanOrEqual(100);
     expect(gw.pipelineThreads!.loopDelayP99Ms).not.toBeNull();
     expect(stdout).toMatch(/pipeline threads busy, % of wall time each +\d+ +-/);
+    if (process.platform === 'linux') {
+      // Where the gateway's CPU went: both its loop and its pipeline thread worked, and the shares add up to the whole.
+      const split = gw.cpuSplit!;
+      expect(split.loop).toBeGreaterThan(0);
+      expect(split.pipelineThreads).toBeGreaterThan(0);
+      expect(split.other).toBeGreaterThanOrEqual(0);
+      expect(split.loop + split.pipelineThreads + split.other).toBeGreaterThanOrEqual(0.999);
+      expect(stdout).toMatch(/CPU ms per call-second: event loop \/ pipeline threads \/ other +[\d.]+ \/ [\d.]+ \/ [\d.]+ +-/);
+    }
     expect(report.loadAverage!.atStart).toBeGreaterThanOrEqual(0);
 
     const relay = report.relay!;
     expectMeasured(relay, 3);
     expect(relay.stages).toBeNull();
     expect(relay.pipelineThreads).toBeUndefined();
+    expect(relay.cpuSplit).toBeUndefined();
     expect(relay.turnLatency.count).toBe(0);
     expect(report.cpuRatioToRelay).toBeGreaterThan(0);
     expect(report.capacity.calls).toBeGreaterThan(0);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePrometheusText } from '@vap/shared';
-import { pipelineThreadFigures } from '../src/calls/thread-figures.js';
+import { gatewayCpuSplit, pipelineThreadFigures } from '../src/calls/thread-figures.js';
 
 const scrape = (at: number, lines: string[]) => ({ at, metrics: parsePrometheusText(lines.join('\n') + '\n') });
 const BUSY = '# TYPE vap_pipeline_thread_busy_seconds_total counter';
@@ -39,5 +39,46 @@ describe('pipelineThreadFigures', () => {
   it('is null for a gateway without pipeline threads', () => {
     const none = scrape(0, ['# TYPE vap_active_calls gauge', 'vap_active_calls 0']);
     expect(pipelineThreadFigures(none, { ...none, at: 5_000 })).toBeNull();
+  });
+});
+
+describe('gatewayCpuSplit', () => {
+  const PROCESS = '# TYPE process_cpu_seconds_total counter';
+  const LOOP = '# TYPE vap_gateway_loop_cpu_seconds_total counter';
+  const THREAD = '# TYPE vap_pipeline_thread_cpu_seconds_total counter';
+
+  it("splits what the process's CPU added between the scrapes into the loop, the pipeline threads together, and the rest", () => {
+    const before = scrape(0, [PROCESS, 'process_cpu_seconds_total 100', LOOP, 'vap_gateway_loop_cpu_seconds_total 30', THREAD, 'vap_pipeline_thread_cpu_seconds_total{thread="0"} 40', 'vap_pipeline_thread_cpu_seconds_total{thread="1"} 9']);
+    const after = scrape(60_000, [
+      PROCESS,
+      'process_cpu_seconds_total 140',
+      LOOP,
+      'vap_gateway_loop_cpu_seconds_total 44',
+      THREAD,
+      'vap_pipeline_thread_cpu_seconds_total{thread="0"} 56',
+      // Thread 1 died and its replacement started from 0 (its counter went down): it counts what it did, 6 s.
+      'vap_pipeline_thread_cpu_seconds_total{thread="1"} 6',
+    ]);
+    const split = gatewayCpuSplit(before, after)!;
+    // Of 40 s: loop 14, threads 16 + 6 = 22, the rest 4.
+    expect(split.loop).toBeCloseTo(0.35, 9);
+    expect(split.pipelineThreads).toBeCloseTo(0.55, 9);
+    expect(split.other).toBeCloseTo(0.1, 9);
+  });
+
+  it('never gives the rest below 0 (the threads count in 10 ms steps), and works without pipeline threads', () => {
+    const before = scrape(0, [PROCESS, 'process_cpu_seconds_total 1.000', LOOP, 'vap_gateway_loop_cpu_seconds_total 0.5']);
+    const after = scrape(1_000, [PROCESS, 'process_cpu_seconds_total 1.095', LOOP, 'vap_gateway_loop_cpu_seconds_total 0.6']);
+    const split = gatewayCpuSplit(before, after)!;
+    expect(split.loop).toBeCloseTo(0.1 / 0.095, 9);
+    expect(split.pipelineThreads).toBe(0);
+    expect(split.other).toBe(0);
+  });
+
+  it('is null without the loop counter (not Linux) or when the process used no CPU', () => {
+    const bare = scrape(0, [PROCESS, 'process_cpu_seconds_total 1']);
+    expect(gatewayCpuSplit(bare, { ...scrape(1_000, [PROCESS, 'process_cpu_seconds_total 2']) })).toBeNull();
+    const idle = scrape(0, [PROCESS, 'process_cpu_seconds_total 1', LOOP, 'vap_gateway_loop_cpu_seconds_total 0.5']);
+    expect(gatewayCpuSplit(idle, { ...idle, at: 1_000 })).toBeNull();
   });
 });

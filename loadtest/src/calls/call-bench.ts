@@ -28,7 +28,7 @@ import { scriptForReport } from './call-script.js';
 import { Child } from './child.js';
 import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
 import { epochNow } from './process-sampler.js';
-import { pipelineThreadFigures } from './thread-figures.js';
+import { gatewayCpuSplit, pipelineThreadFigures } from './thread-figures.js';
 import type { TimedScrape } from './thread-figures.js';
 import type { RawSample } from './process-sampler.js';
 
@@ -173,6 +173,8 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   });
   const threads = before && after ? pipelineThreadFigures(before.timed, after.timed) : null;
   if (threads) run.pipelineThreads = threads;
+  const split = before && after ? gatewayCpuSplit(before.timed, after.timed) : null;
+  if (split) run.cpuSplit = split;
   if (simsBefore && simsAfter && simsAfter.at > simsBefore.at) {
     run.simulators = { cpuPercent: ((simsAfter.cpuMs - simsBefore.cpuMs) / (simsAfter.at - simsBefore.at)) * 100, loopDelayP99Ms: simsAfter.loopDelayP99Ms };
   }

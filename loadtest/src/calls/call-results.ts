@@ -129,8 +129,21 @@ export interface TargetRun {
   simulators?: GeneratorFigures;
   /** The gateway's pipeline threads over this run (absent for the relay and with `--pipeline-threads 0`). */
   pipelineThreads?: PipelineThreadFigures;
+  /** Where the gateway's CPU went over this run (absent for the relay, and off Linux). */
+  cpuSplit?: GatewayCpuSplit;
   /** Things a reader should know that have no field: barge-ins that got no `clear`, calls without a gateway end record, … */
   notes?: string[];
+}
+
+/**
+ * Shares (0-1) of the gateway process's CPU between the run's two /metrics scrapes: its
+ * event-loop thread, its pipeline threads together, and the rest (V8's GC and compiler
+ * threads, libuv's pool, recording encoders). They sum to 1.
+ */
+export interface GatewayCpuSplit {
+  loop: number;
+  pipelineThreads: number;
+  other: number;
 }
 
 /** The gateway's pipeline threads over its run, from its /metrics. */

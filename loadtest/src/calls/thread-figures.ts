@@ -6,7 +6,7 @@
  */
 import { THREAD_LOOP_DELAY_RESOLUTION_MS } from '@vap/media-gateway/pipeline-threads/protocol';
 import type { PrometheusExposition } from '@vap/shared';
-import type { PipelineThreadFigures } from './call-results.js';
+import type { GatewayCpuSplit, PipelineThreadFigures } from './call-results.js';
 
 /** A scrape and when it was taken (epoch ms). */
 export interface TimedScrape {
@@ -43,6 +43,47 @@ export function pipelineThreadFigures(before: TimedScrape, after: TimedScrape): 
     return values.length === 0 ? null : Math.max(0, Math.max(...values) * 1000 - THREAD_LOOP_DELAY_RESOLUTION_MS);
   };
   return { busyPercent, loopDelayP99Ms: worst('vap_pipeline_thread_eventloop_lag_p99_seconds'), loopDelayMaxMs: worst('vap_pipeline_thread_eventloop_lag_max_seconds') };
+}
+
+/** What each thread added to a per-thread counter between the scrapes (a thread replaced meanwhile counts from its own start), summed. */
+function addedOverThreads(before: PrometheusExposition, after: PrometheusExposition, name: string): number {
+  const was = perThread(before, name);
+  let sum = 0;
+  for (const [t, a] of perThread(after, name)) {
+    const b = was.get(t) ?? 0;
+    sum += a >= b ? a - b : a;
+  }
+  return sum;
+}
+
+/**
+ * Where the gateway's CPU went between the scrapes, as shares of what `process_cpu_seconds_total`
+ * added: its event-loop thread (`vap_gateway_loop_cpu_seconds_total`), its pipeline threads
+ * together (`vap_pipeline_thread_cpu_seconds_total`), and the rest (V8's GC and compiler
+ * threads, libuv's pool, recording encoders). Null without the loop's counter (the gateway
+ * reads threads' CPU from Linux's /proc) or when the process used no CPU between the scrapes.
+ */
+export function gatewayCpuSplit(before: TimedScrape, after: TimedScrape): GatewayCpuSplit | null {
+  const has = (m: PrometheusExposition) => m.samples.some((s) => s.name === 'vap_gateway_loop_cpu_seconds_total');
+  if (!has(before.metrics) || !has(after.metrics)) return null;
+  const added = (name: string) => after.metrics.value(name) - before.metrics.value(name);
+  const processSec = added('process_cpu_seconds_total');
+  if (!(processSec > 0)) return null;
+  const loop = Math.max(0, added('vap_gateway_loop_cpu_seconds_total')) / processSec;
+  const pipelineThreads = addedOverThreads(before.metrics, after.metrics, 'vap_pipeline_thread_cpu_seconds_total') / processSec;
+  // The threads' counters move in 10 ms steps and the process's does not: the rest is never below 0.
+  return { loop, pipelineThreads, other: Math.max(0, 1 - loop - pipelineThreads) };
+}
+
+/**
+ * A row of the gateway-vs-relay process table: the gateway's CPU per call-second split as
+ * {@link gatewayCpuSplit} found it. The relay's whole process (it has one thread doing the
+ * work) compares with the gateway's loop: what the pipeline adds is the rest.
+ */
+export function cpuSplitRows(split: GatewayCpuSplit | undefined, cpuMsPerCallSecond: number | null): string[][] {
+  if (!split || cpuMsPerCallSecond === null) return [];
+  const ms = (share: number) => (share * cpuMsPerCallSecond).toFixed(3);
+  return [['CPU ms per call-second: event loop / pipeline threads / other', `${ms(split.loop)} / ${ms(split.pipelineThreads)} / ${ms(split.other)}`, '-']];
 }
 
 /** Rows of the gateway-vs-relay process tables (terminal and page) for the gateway's pipeline threads; none without threads. */

@@ -5,7 +5,7 @@
 import type { CallBenchReport, Distribution, Measured, TargetCheck, TargetRun } from '../calls/call-results.js';
 import { DESIGNED_LEAD_GAPS, withinShare } from '../calls/frame-gaps.js';
 import { fixed } from '../report.js';
-import { pipelineThreadRows } from '../calls/thread-figures.js';
+import { cpuSplitRows, pipelineThreadRows } from '../calls/thread-figures.js';
 import { barCompareSvg, escapeHtml, histogramSvg, htmlTable, lineChartSvg, stackedBarsSvg } from './charts.js';
 import type { Cell, PageSection, TargetLine } from './charts.js';
 
@@ -154,6 +154,24 @@ function overTime(report: CallBenchReport): PageSection {
   };
 }
 
+/** The gateway's CPU per call-second by thread next to the relay's (one thread does its work): the loop's bar against the relay's shows what the carrier side costs, the rest is the pipeline's. */
+function threadBars(report: CallBenchReport): { label: string; values: { name: string; value: number | null }[] }[] {
+  const split = report.gateway.cpuSplit;
+  const ms = cpuMs(report.gateway);
+  if (!split || ms === null) return [];
+  return [
+    {
+      label: 'gateway by thread',
+      values: [
+        { name: 'event loop', value: split.loop * ms },
+        { name: 'pipeline threads', value: split.pipelineThreads * ms },
+        { name: 'other (GC, libuv)', value: split.other * ms },
+        { name: 'relay', value: cpuMs(report.relay) },
+      ],
+    },
+  ];
+}
+
 function cost(report: CallBenchReport): PageSection {
   const g = report.gateway.process;
   const r = report.relay?.process ?? null;
@@ -167,6 +185,7 @@ function cost(report: CallBenchReport): PageSection {
           { name: 'relay', value: cpuMs(report.relay) },
         ],
       },
+      ...threadBars(report),
     ],
     { title: 'Gateway vs bare relay: CPU per call-second', unit: 'ms' },
   );
@@ -176,6 +195,7 @@ function cost(report: CallBenchReport): PageSection {
       ['CPU seconds', ...both((p) => fixed(p.cpuSeconds, 2))],
       ['call-seconds', ...both((p) => fixed(p.callSeconds, 0))],
       ['CPU ms per call-second', ...both((p) => fixed(p.cpuPerCallSecond === null ? null : p.cpuPerCallSecond * 1000, 3))],
+      ...cpuSplitRows(report.gateway.cpuSplit, cpuMs(report.gateway)),
       ['RSS before / steady / peak MB', ...both((p) => `${fixed(p.rssBeforeMb, 0)} / ${fixed(p.rssSteadyMb, 0)} / ${fixed(p.rssPeakMb, 0)}`)],
       ['RSS growth per call MB', ...both((p) => fixed(p.rssGrowthPerCallMb, 3))],
       ['event-loop delay p50 / p99 / max ms', ...both((p) => `${fixed(p.eventLoopDelay.p50, 1)} / ${fixed(p.eventLoopDelay.p99, 1)} / ${fixed(p.eventLoopDelay.max, 1)}`)],

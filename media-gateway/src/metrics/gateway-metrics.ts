@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ProviderError, TurnMetrics } from '@vap/voice-pipeline';
 import type { PipelineThreadStats } from '../pipeline-threads/pipeline-threads.js';
+import { currentThreadId, threadCpuMs } from '../pipeline-threads/thread-cpu.js';
 import type { PacerStats } from '../twilio/pacer.js';
 import type { TaggedCounter } from '../twilio/tagged-counter.js';
 import { FixedHistogram } from './fixed-histogram.js';
@@ -81,6 +82,20 @@ export class GatewayMetrics implements CallMetrics {
     const late = () => this.lateFrameCount;
     new Counter({ name: 'vap_outbound_late_frames_total', help: 'Outbound 20 ms frames sent more than 40 ms after the previous one while audio was waiting', registers, collect() { this.reset(); this.inc(late()); } });
     new Counter({ name: 'vap_pacer_late_ticks_total', help: 'Ticks of the outbound pacing timer that fired a whole frame (20 ms) or more late', registers, collect() { this.reset(); this.inc(source.pacerStats().lateTicks); } });
+    // Linux only (thread-cpu.ts): with the pipeline threads' counters it tells where process_cpu_seconds_total goes.
+    const loopTid = currentThreadId();
+    if (loopTid !== null) {
+      new Counter({
+        name: 'vap_gateway_loop_cpu_seconds_total',
+        help: "CPU time (user + system, 10 ms steps) of the gateway's event-loop thread: carrier sockets, pacer, batches to and from the pipeline threads (and the voice sessions with PIPELINE_THREADS=0). process_cpu_seconds_total minus it and vap_pipeline_thread_cpu_seconds_total is the helper threads: V8's GC and compiler, libuv's pool, recording encoders",
+        registers,
+        collect() {
+          const ms = threadCpuMs(loopTid);
+          this.reset();
+          if (ms !== null) this.inc(ms / 1000);
+        },
+      });
+    }
     if (source.pipelineThreads) this.registerThreadMetrics(source.pipelineThreads);
     new Counter({
       name: 'svc_telephony_media_stream_closed_total',
@@ -110,6 +125,7 @@ export class GatewayMetrics implements CallMetrics {
     };
     new Gauge({ name: 'vap_pipeline_thread_calls', help: 'Calls whose voice session runs on this pipeline thread now', labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => this.set(l, s.calls)); } });
     new Counter({ name: 'vap_pipeline_thread_busy_seconds_total', help: 'Wall time the pipeline thread\'s event loop was busy since the thread started (rate() is its utilization, 1 = saturated; it includes time spent waiting for a core, so on a busy machine it exceeds the thread\'s CPU time); a replacement thread starts from 0', labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => this.inc(l, s.busyMs / 1000)); } });
+    new Counter({ name: 'vap_pipeline_thread_cpu_seconds_total', help: 'CPU time (user + system, 10 ms steps) the pipeline thread has used since it started, read from /proc (Linux only; absent elsewhere); a replacement thread starts from 0', labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => s.cpuMs !== null && this.inc(l, s.cpuMs / 1000)); } });
     const lag = (name: string, help: string, pick: (d: NonNullable<PipelineThreadStats['loopDelay']>) => number) =>
       new Gauge({ name, help, labelNames: ['thread'], registers, async collect() { await perThread(this, (s, l) => s.loopDelay && this.set(l, pick(s.loopDelay) / 1e9)); } });
     lag('vap_pipeline_thread_eventloop_lag_p99_seconds', 'The pipeline thread\'s event-loop delay p99 since the previous scrape, 10 ms samples (as nodejs_eventloop_lag_p99_seconds for the gateway\'s loop); absent when the thread did not answer within a second', (d) => d.p99Ns);

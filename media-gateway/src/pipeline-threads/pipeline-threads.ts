@@ -13,8 +13,9 @@ import { pino } from 'pino';
 import { ProviderError } from '@vap/voice-pipeline';
 import type { KnowledgePassage, RecordedMessage, RecordedTurn, SessionStatus, TurnMetrics } from '@vap/voice-pipeline';
 import type { CallLeg } from '../call-leg.js';
-import { Batcher, THREAD_READY, unpackBatch } from './protocol.js';
-import type { Batch, FromThread, SessionInit, SessionResult, ThreadLoopDelay, ToThread } from './protocol.js';
+import { Batcher, unpackBatch } from './protocol.js';
+import type { Batch, FromThread, SessionInit, SessionResult, ThreadLoopDelay, ThreadReady, ToThread } from './protocol.js';
+import { threadCpuMs } from './thread-cpu.js';
 
 /** One call's voice session, wherever it runs: a {@link VoiceSession} satisfies it, so does a session on a pipeline thread. */
 export interface SessionHandle {
@@ -53,6 +54,11 @@ export interface PipelineThreadStats {
    * is stuck; time waiting for a core counts). A replacement thread starts again from 0.
    */
   busyMs: number;
+  /**
+   * CPU time it has used since it started, ms (user + system, 10 ms steps; read by the gateway
+   * from /proc, so a stuck thread has it too). Null off Linux or before the thread has loaded.
+   */
+  cpuMs: number | null;
   /** Its event-loop delay since the previous `stats()`; null when it did not answer in time (a stuck or loading thread) or took no sample. */
   loopDelay: ThreadLoopDelay;
 }
@@ -67,6 +73,8 @@ interface Thread {
   ready: Promise<void>;
   /** `stats` asked and not answered yet, by id. */
   statsWaiters: Map<number, (loopDelay: ThreadLoopDelay) => void>;
+  /** Its OS thread id, from its ready message (null until then, and off Linux). */
+  tid: number | null;
 }
 
 /**
@@ -124,7 +132,7 @@ export class PipelineThreads {
         });
         clearTimeout(timer);
         t.statsWaiters.delete(id);
-        return { thread: i, calls: t.sessions.size, busyMs: t.worker.performance.eventLoopUtilization().active, loopDelay };
+        return { thread: i, calls: t.sessions.size, busyMs: t.worker.performance.eventLoopUtilization().active, cpuMs: t.tid === null ? null : threadCpuMs(t.tid), loopDelay };
       }),
     );
   }
@@ -155,7 +163,7 @@ export class PipelineThreads {
     const ready = new Promise<void>((resolve, reject) => ((loaded = resolve), (failed = reject)));
     // A replacement thread nobody awaits must not report an unhandled rejection.
     ready.catch(() => undefined);
-    const thread: Thread = { worker, out: new Batcher((batch, transfer) => worker.postMessage(batch, transfer)), sessions: new Map(), dead: false, ready, statsWaiters: new Map() };
+    const thread: Thread = { worker, out: new Batcher((batch, transfer) => worker.postMessage(batch, transfer)), sessions: new Map(), dead: false, ready, statsWaiters: new Map(), tid: null };
     const onAudio = (s: number, audio: Uint8Array): void => thread.sessions.get(s)?.sendAudio(audio);
     const onOther = (m: FromThread): void => {
       if (m.t === 'stats') return thread.statsWaiters.get(m.id)?.(m.loopDelay);
@@ -165,7 +173,12 @@ export class PipelineThreads {
         this.opts.logger.error({ err, kind: m.t }, 'pipeline thread message failed');
       }
     };
-    worker.on('message', (batch: Batch<FromThread> | typeof THREAD_READY) => (batch === THREAD_READY ? loaded() : unpackBatch(batch, onAudio, onOther)));
+    worker.on('message', (m: Batch<FromThread> | ThreadReady) => {
+      if ('t' in m) {
+        thread.tid = m.tid;
+        loaded();
+      } else unpackBatch(m, onAudio, onOther);
+    });
     worker.on('error', (err) => this.opts.logger.error({ err, threadId: worker.threadId }, 'pipeline thread failed'));
     worker.on('exit', (code) => {
       thread.dead = true;

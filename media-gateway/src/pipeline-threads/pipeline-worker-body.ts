@@ -3,7 +3,6 @@
  * sessions the gateway opens on it, each driving its leg and reporting its callbacks, log
  * lines and end through the gateway (`protocol.ts`).
  */
-import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
@@ -12,7 +11,8 @@ import type { Logger } from 'pino';
 import { EnergyVad, VoiceSession, createCallProviders } from '@vap/voice-pipeline';
 import type { KnowledgeOptions, KnowledgePassage, ProviderError, SessionOutcome } from '@vap/voice-pipeline';
 import { Batcher, THREAD_LOOP_DELAY_RESOLUTION_MS, THREAD_READY, unpackBatch } from './protocol.js';
-import type { Batch, FromThread, ProviderErrorFields, SessionInit, SessionResult, ToThread } from './protocol.js';
+import type { Batch, FromThread, ProviderErrorFields, SessionInit, SessionResult, ThreadReady, ToThread } from './protocol.js';
+import { currentThreadId } from './thread-cpu.js';
 
 const port = parentPort!;
 
@@ -23,11 +23,11 @@ const port = parentPort!;
  * id from /proc/thread-self); elsewhere, and where it is refused, the thread runs as is.
  */
 export const PIPELINE_THREAD_NICE = 10;
+const tid = currentThreadId();
 try {
-  const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-  if (Number.isInteger(tid) && tid > 0) setPriority(tid, PIPELINE_THREAD_NICE);
+  if (tid !== null) setPriority(tid, PIPELINE_THREAD_NICE);
 } catch {
-  // Not Linux, or not allowed: same priority as the loop.
+  // Not allowed: same priority as the loop.
 }
 const out = new Batcher<FromThread>((batch, transfer) => port.postMessage(batch, transfer));
 
@@ -56,7 +56,7 @@ const onOther = (m: ToThread): void => {
 };
 port.on('message', (batch: Batch<ToThread>) => unpackBatch(batch, onAudio, onOther));
 // Everything is loaded (this module's imports are the pipeline): calls can come.
-port.postMessage(THREAD_READY);
+port.postMessage({ t: THREAD_READY, tid } satisfies ThreadReady);
 
 function receive(m: ToThread): void {
   if (m.t === 'open') return open(m.s, m.init);

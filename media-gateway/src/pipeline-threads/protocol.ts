@@ -10,6 +10,12 @@ import type { KnowledgePassage, ProviderEndpoints, RecordedMessage, RecordedTurn
 /** The one message outside batches: a thread posts it once, when it has loaded the voice pipeline. */
 export const THREAD_READY = 'ready';
 
+/** The {@link THREAD_READY} message, with the thread's OS id (null off Linux) so the gateway can read its CPU time (`thread-cpu.ts`). */
+export interface ThreadReady {
+  t: typeof THREAD_READY;
+  tid: number | null;
+}
+
 /** Everything a thread needs to run one call's voice session. Plain data (structured clone). */
 export interface SessionInit {
   agent: AgentConfig;

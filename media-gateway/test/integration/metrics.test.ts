@@ -119,6 +119,17 @@ describe('gateway /metrics', () => {
     expect(lagP99).toBeGreaterThanOrEqual(0.01);
     expect(lagP99).toBeLessThan(1);
     expect(after.value('vap_pipeline_thread_eventloop_lag_max_seconds', { thread: '0' })).toBeGreaterThanOrEqual(lagP99);
+    if (process.platform === 'linux') {
+      // Where the process's CPU went between the scrapes: the loop thread and the pipeline thread each used some,
+      // and together no more than the process (process_cpu_seconds_total counts from its registration, the
+      // threads from their start, so compare what each added; 10 ms steps on each thread).
+      const added = (name: string, labels?: Record<string, string>) => after.value(name, labels) - during.value(name, labels);
+      const loop = added('vap_gateway_loop_cpu_seconds_total');
+      const thread = added('vap_pipeline_thread_cpu_seconds_total', { thread: '0' });
+      expect(loop).toBeGreaterThan(0);
+      expect(thread).toBeGreaterThan(0);
+      expect(loop + thread).toBeLessThanOrEqual(added('process_cpu_seconds_total') + 0.02);
+    }
     // Twilio's `stop` ended the stream.
     expect(after.value('svc_telephony_media_stream_closed_total', { reason: 'hangup' })).toBe(hangupsBefore + 1);
     // Labels stay bounded: no call or conversation ids.

@@ -210,6 +210,13 @@ describe('PipelineThreads', () => {
     // The call runs on the first of two idle threads; its greeting kept that thread busy.
     expect(busy.map((s) => s.calls)).toEqual([1, 0]);
     expect(busy[0]!.busyMs).toBeGreaterThan(idle[0]!.busyMs);
+    if (process.platform === 'linux') {
+      // Each thread's CPU time from /proc (its ready message carried its OS id): loading the pipeline took some,
+      // the call took more on its thread, and a thread never uses more CPU than its loop was busy (10 ms steps).
+      for (const s of busy) expect(s.cpuMs).toBeGreaterThan(0);
+      expect(busy[0]!.cpuMs!).toBeGreaterThan(idle[0]!.cpuMs!);
+      for (const s of busy) expect(s.cpuMs!).toBeLessThanOrEqual(s.busyMs + 10);
+    }
     await session.stop('gateway_shutdown', 'failed');
     expect((await threads.stats()).map((s) => s.calls)).toEqual([0, 0]);
   }, 30_000);
@@ -222,6 +229,8 @@ describe('PipelineThreads', () => {
     expect(performance.now() - asked).toBeGreaterThanOrEqual(190);
     expect(rest).toEqual([]);
     expect(silent).toMatchObject({ thread: 0, calls: 0, loopDelay: null });
+    // The fixture's ready message carries no OS id: no CPU time.
+    expect(silent!.cpuMs).toBeNull();
     expect(silent!.busyMs).toBeGreaterThanOrEqual(0);
     const session = threads.open(init(), new InstantLeg('CA7'), hooksFor(capture().logger).hooks);
     session.start();

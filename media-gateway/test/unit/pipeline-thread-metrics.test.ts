@@ -21,9 +21,9 @@ describe('pipeline-thread metrics', () => {
     const m = metrics(async () => {
       asks++;
       return [
-        { thread: 0, calls: 3, busyMs, loopDelay: { p50Ns: 10.1e6, p99Ns: 14e6, maxNs: 31e6 } },
-        // Did not answer in time: calls and busy time, no delay.
-        { thread: 1, calls: 2, busyMs: 250, loopDelay: null },
+        { thread: 0, calls: 3, busyMs, cpuMs: busyMs - 300, loopDelay: { p50Ns: 10.1e6, p99Ns: 14e6, maxNs: 31e6 } },
+        // Did not answer in time: calls and busy time, no delay; its CPU time could not be read.
+        { thread: 1, calls: 2, busyMs: 250, cpuMs: null, loopDelay: null },
       ];
     });
     const first = parsePrometheusText(await m.registry.metrics());
@@ -33,6 +33,9 @@ describe('pipeline-thread metrics', () => {
     expect(first.value('vap_pipeline_thread_calls', { thread: '1' })).toBe(2);
     expect(first.value('vap_pipeline_thread_busy_seconds_total', { thread: '0' })).toBe(1.5);
     expect(first.value('vap_pipeline_thread_busy_seconds_total', { thread: '1' })).toBe(0.25);
+    expect(first.types.get('vap_pipeline_thread_cpu_seconds_total')).toBe('counter');
+    expect(first.value('vap_pipeline_thread_cpu_seconds_total', { thread: '0' })).toBe(1.2);
+    expect(first.samples.filter((s) => s.name === 'vap_pipeline_thread_cpu_seconds_total' && s.labels['thread'] === '1')).toEqual([]);
     expect(first.value('vap_pipeline_thread_eventloop_lag_p99_seconds', { thread: '0' })).toBeCloseTo(0.014, 9);
     expect(first.value('vap_pipeline_thread_eventloop_lag_max_seconds', { thread: '0' })).toBeCloseTo(0.031, 9);
     expect(first.samples.filter((s) => s.name.startsWith('vap_pipeline_thread_eventloop_lag') && s.labels['thread'] === '1')).toEqual([]);
@@ -42,11 +45,27 @@ describe('pipeline-thread metrics', () => {
     const second = parsePrometheusText(await m.registry.metrics());
     expect(asks).toBe(2);
     expect(second.value('vap_pipeline_thread_busy_seconds_total', { thread: '0' })).toBe(2.5);
+    expect(second.value('vap_pipeline_thread_cpu_seconds_total', { thread: '0' })).toBe(2.2);
     expect(second.value('vap_pipeline_thread_calls', { thread: '0' })).toBe(3);
   });
 
   it('are absent when sessions run on the gateway\'s loop', async () => {
     const text = await metrics().registry.metrics();
-    expect(text).not.toContain('vap_pipeline_thread');
+    // No family of that name (the loop CPU counter's help mentions one).
+    expect(text).not.toMatch(/^(# (HELP|TYPE) )?vap_pipeline_thread/m);
+    if (process.platform === 'linux') expect(text).toMatch(/^# TYPE vap_gateway_loop_cpu_seconds_total counter$/m);
+  });
+
+  it("show the gateway loop thread's CPU time, which grows with the work the loop does (Linux)", async (ctx) => {
+    if (process.platform !== 'linux') return ctx.skip();
+    const m = metrics();
+    const read = async () => parsePrometheusText(await m.registry.metrics()).value('vap_gateway_loop_cpu_seconds_total');
+    const before = await read();
+    const spinUntil = performance.now() + 300;
+    while (performance.now() < spinUntil);
+    const after = await read();
+    // At most the 300 ms of wall time (and a 10 ms tick each side); at least a good share of it, even on a busy machine.
+    expect(after - before).toBeGreaterThanOrEqual(0.1);
+    expect(after - before).toBeLessThanOrEqual(0.33);
   });
 });
