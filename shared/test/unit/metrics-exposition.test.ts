@@ -19,6 +19,20 @@ describe('metrics exposition', () => {
     expect(parsed.value('process_resident_memory_bytes')).toBeGreaterThan(0);
   });
 
+  it("counts the process's CPU since it started, not since the first scrape (as Prometheus' process_cpu_* say)", async () => {
+    // Whenever this process first scraped, the counters hold all its CPU so far: this test file's imports alone took more than 50 ms.
+    const before = process.cpuUsage();
+    const parsed = parsePrometheusText(await metricsExposition(new Registry()));
+    const after = process.cpuUsage();
+    const total = parsed.value('process_cpu_seconds_total');
+    expect(total).toBeGreaterThan(0.05);
+    expect(total).toBeGreaterThanOrEqual((before.user + before.system) / 1e6 - 1e-6);
+    expect(total).toBeLessThanOrEqual((after.user + after.system) / 1e6 + 1e-6);
+    expect(parsed.value('process_cpu_user_seconds_total')).toBeGreaterThanOrEqual(before.user / 1e6 - 1e-6);
+    expect(parsed.value('process_cpu_system_seconds_total')).toBeLessThanOrEqual(after.system / 1e6 + 1e-6);
+    expect(parsed.value('process_cpu_user_seconds_total') + parsed.value('process_cpu_system_seconds_total')).toBeCloseTo(total, 6);
+  });
+
   it('rejects illegal names, undeclared samples and bad values, naming the line', () => {
     expect(() => parsePrometheusText('# TYPE svc.telephony.api_errors counter\n')).toThrow(/line 1: illegal metric name/);
     expect(() => parsePrometheusText('# TYPE a counter\nb 1\n')).toThrow(/line 2: sample b has no # TYPE/);
