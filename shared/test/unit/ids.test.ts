@@ -16,8 +16,11 @@ describe('newId', () => {
     const list = Array.from({ length: 10_000 }, () => newId('conv', 1));
     expect(new Set(list).size).toBe(10_000);
     // Every symbol turns up in each random position: the bytes are random, not a pool left unfilled or reused from its start.
+    // An id is `conv_`, 10 characters of time, then 16 random ones.
+    const randomStart = 'conv_'.length + 10;
+    expect(list.every((id) => id.length === randomStart + 16)).toBe(true);
     for (let pos = 0; pos < 16; pos++) {
-      const symbols = new Set(list.map((id) => id[5 + 10 + pos]));
+      const symbols = new Set(list.map((id) => id[randomStart + pos]));
       expect(symbols.size, `position ${pos}`).toBe(32);
     }
   });
