@@ -18,7 +18,8 @@ export function processMetricsRegistry(): Registry {
     // 10 ms sampling: the issue's event-loop target is p99 <= 20 ms.
     collectDefaultMetrics({ register: processRegistry, eventLoopMonitoringPrecision: 10 });
     // prom-client counts CPU from here (the first scrape); Prometheus' process_cpu_* are totals since the
-    // process started, and the gateway's per-thread CPU counters are since each thread started: add what came before.
+    // process started, and the gateway's per-thread CPU counters are since each thread started: add what came
+    // before (all but the CPU of collectDefaultMetrics itself, whose own baseline is read after `before`).
     const add = (name: string, micros: number) => (processRegistry!.getSingleMetric(name) as Counter | undefined)?.inc(micros / 1e6);
     add('process_cpu_user_seconds_total', before.user);
     add('process_cpu_system_seconds_total', before.system);
