@@ -212,10 +212,9 @@ describe('PipelineThreads', () => {
     expect(busy[0]!.busyMs).toBeGreaterThan(idle[0]!.busyMs);
     if (process.platform === 'linux') {
       // Each thread's CPU time from /proc (its ready message carried its OS id): loading the pipeline took some,
-      // the call took more on its thread, and a thread never uses more CPU than its loop was busy (10 ms steps).
+      // and the call took more on its thread.
       for (const s of busy) expect(s.cpuMs).toBeGreaterThan(0);
       expect(busy[0]!.cpuMs!).toBeGreaterThan(idle[0]!.cpuMs!);
-      for (const s of busy) expect(s.cpuMs!).toBeLessThanOrEqual(s.busyMs + 10);
     }
     await session.stop('gateway_shutdown', 'failed');
     expect((await threads.stats()).map((s) => s.calls)).toEqual([0, 0]);

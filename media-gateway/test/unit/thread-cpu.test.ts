@@ -2,13 +2,19 @@ import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { currentThreadId, threadCpuMs } from '../../src/pipeline-threads/thread-cpu.js';
 
-/** A thread that reports its OS id, spins for `spinMs` of wall time, then says so and waits to be terminated. */
+/**
+ * A thread that reports its OS id, then, when asked, spins until it has used `cpuMs` of CPU
+ * by its own /proc reading (so the test does not depend on how busy the machine is; at most
+ * 20 s of wall time), says so, and waits to be terminated.
+ */
 const SPINNER = `
 const { parentPort } = require('node:worker_threads');
-const { readlinkSync } = require('node:fs');
-parentPort.once('message', (spinMs) => {
-  const until = performance.now() + spinMs;
-  while (performance.now() < until);
+const { readFileSync, readlinkSync } = require('node:fs');
+const ticks = () => { const s = readFileSync('/proc/thread-self/stat', 'latin1'); const f = s.slice(s.lastIndexOf(')') + 2).split(' '); return Number(f[11]) + Number(f[12]); };
+parentPort.once('message', (cpuMs) => {
+  const from = ticks();
+  const until = performance.now() + 20000;
+  while (ticks() - from < cpuMs / 10 && performance.now() < until) for (let i = 0; i < 1e5; i++);
   parentPort.postMessage('spun');
 });
 parentPort.postMessage(Number(readlinkSync('/proc/thread-self').split('/').pop()));
@@ -33,16 +39,16 @@ describe.runIf(process.platform === 'linux')('thread CPU time (/proc)', () => {
       const workerBefore = threadCpuMs(tid)!;
       const mineBefore = threadCpuMs(me!)!;
       const spun = next(worker);
-      worker.postMessage(400);
+      worker.postMessage(300);
       await spun;
       const workerUsed = threadCpuMs(tid)! - workerBefore;
       const mineUsed = threadCpuMs(me!)! - mineBefore;
-      // 400 ms of wall time spinning: at least a good share of it on CPU even on a busy machine, never more (10 ms ticks).
-      expect(workerUsed).toBeGreaterThanOrEqual(150);
-      expect(workerUsed).toBeLessThanOrEqual(420);
+      // The worker stopped once its own reading passed 300 ms (a tick or two of overshoot at most, in 10 ms steps).
+      expect(workerUsed).toBeGreaterThanOrEqual(300);
+      expect(workerUsed).toBeLessThanOrEqual(350);
+      expect(workerUsed % 10).toBe(0);
       // This thread only waited for the message meanwhile.
       expect(mineUsed).toBeLessThan(workerUsed / 2);
-      expect(workerUsed % 10).toBe(0);
     } finally {
       await worker.terminate();
     }
