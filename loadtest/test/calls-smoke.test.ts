@@ -76,12 +76,12 @@ describe('pnpm bench:calls', () => {
     expect(gw.pipelineThreads!.loopDelayP99Ms).not.toBeNull();
     expect(stdout).toMatch(/pipeline threads busy, % of wall time each +\d+ +-/);
     if (process.platform === 'linux') {
-      // Where the gateway's CPU went: both its loop and its pipeline thread worked, and the shares add up to the whole.
+      // Where the gateway's CPU went: both its loop and its pipeline thread worked, and together no more than the
+      // whole process (a tick or two of slack: the threads count in 10 ms steps over a few seconds of CPU).
       const split = gw.cpuSplit!;
       expect(split.loop).toBeGreaterThan(0);
       expect(split.pipelineThreads).toBeGreaterThan(0);
-      expect(split.other).toBeGreaterThanOrEqual(0);
-      expect(split.loop + split.pipelineThreads + split.other).toBeGreaterThanOrEqual(0.999);
+      expect(split.loop + split.pipelineThreads).toBeLessThanOrEqual(1.02);
       expect(stdout).toMatch(/CPU ms per call-second: event loop \/ pipeline threads \/ other +[\d.]+ \/ [\d.]+ \/ [\d.]+ +-/);
     }
     expect(report.loadAverage!.atStart).toBeGreaterThanOrEqual(0);

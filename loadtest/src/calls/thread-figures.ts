@@ -20,40 +20,34 @@ function perThread(m: PrometheusExposition, name: string): Map<string, number> {
   return out;
 }
 
+/** What each thread added to a per-thread counter between the scrapes; a thread replaced meanwhile restarted its counter, so it counts what the new one did. */
+function addedPerThread(before: PrometheusExposition, after: PrometheusExposition, name: string): Map<string, number> {
+  const was = perThread(before, name);
+  const added = new Map<string, number>();
+  for (const [t, a] of perThread(after, name)) {
+    const b = was.get(t) ?? 0;
+    added.set(t, a >= b ? a - b : a);
+  }
+  return added;
+}
+
 /**
  * Each thread's busy share of the wall time between the scrapes, and the worst thread's loop delay
  * over the same span (the `after` scrape's gauges cover the time since `before`). Null when
  * the gateway ran no threads (`PIPELINE_THREADS=0`: its loop delay is the process's).
  */
 export function pipelineThreadFigures(before: TimedScrape, after: TimedScrape): PipelineThreadFigures | null {
-  const busyAfter = perThread(after.metrics, 'vap_pipeline_thread_busy_seconds_total');
-  if (busyAfter.size === 0 || after.at <= before.at) return null;
-  const busyBefore = perThread(before.metrics, 'vap_pipeline_thread_busy_seconds_total');
+  const busy = addedPerThread(before.metrics, after.metrics, 'vap_pipeline_thread_busy_seconds_total');
+  if (busy.size === 0 || after.at <= before.at) return null;
   const wallSec = (after.at - before.at) / 1000;
-  const threads = [...busyAfter.keys()].sort((a, b) => Number(a) - Number(b));
-  // A thread replaced during the run restarted its counter: count what the new one did.
-  const busyPercent = threads.map((t) => {
-    const a = busyAfter.get(t)!;
-    const b = busyBefore.get(t) ?? 0;
-    return ((a >= b ? a - b : a) / wallSec) * 100;
-  });
+  const threads = [...busy.keys()].sort((a, b) => Number(a) - Number(b));
+  const busyPercent = threads.map((t) => (busy.get(t)! / wallSec) * 100);
   const worst = (name: string): number | null => {
     const values = [...perThread(after.metrics, name).values()];
     // The gauges include the sampling period, the report's delays do not (as the process sampler's).
     return values.length === 0 ? null : Math.max(0, Math.max(...values) * 1000 - THREAD_LOOP_DELAY_RESOLUTION_MS);
   };
   return { busyPercent, loopDelayP99Ms: worst('vap_pipeline_thread_eventloop_lag_p99_seconds'), loopDelayMaxMs: worst('vap_pipeline_thread_eventloop_lag_max_seconds') };
-}
-
-/** What each thread added to a per-thread counter between the scrapes (a thread replaced meanwhile counts from its own start), summed. */
-function addedOverThreads(before: PrometheusExposition, after: PrometheusExposition, name: string): number {
-  const was = perThread(before, name);
-  let sum = 0;
-  for (const [t, a] of perThread(after, name)) {
-    const b = was.get(t) ?? 0;
-    sum += a >= b ? a - b : a;
-  }
-  return sum;
 }
 
 /**
@@ -70,7 +64,9 @@ export function gatewayCpuSplit(before: TimedScrape, after: TimedScrape): Gatewa
   const processSec = added('process_cpu_seconds_total');
   if (!(processSec > 0)) return null;
   const loop = Math.max(0, added('vap_gateway_loop_cpu_seconds_total')) / processSec;
-  const pipelineThreads = addedOverThreads(before.metrics, after.metrics, 'vap_pipeline_thread_cpu_seconds_total') / processSec;
+  let threadsSec = 0;
+  for (const sec of addedPerThread(before.metrics, after.metrics, 'vap_pipeline_thread_cpu_seconds_total').values()) threadsSec += sec;
+  const pipelineThreads = threadsSec / processSec;
   // The threads' counters move in 10 ms steps and the process's does not: the rest is never below 0.
   return { loop, pipelineThreads, other: Math.max(0, 1 - loop - pipelineThreads) };
 }

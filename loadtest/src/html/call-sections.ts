@@ -7,7 +7,7 @@ import { DESIGNED_LEAD_GAPS, withinShare } from '../calls/frame-gaps.js';
 import { fixed } from '../report.js';
 import { cpuSplitRows, pipelineThreadRows } from '../calls/thread-figures.js';
 import { barCompareSvg, escapeHtml, histogramSvg, htmlTable, lineChartSvg, stackedBarsSvg } from './charts.js';
-import type { Cell, PageSection, TargetLine } from './charts.js';
+import type { Cell, CompareRow, PageSection, TargetLine } from './charts.js';
 
 /** Concurrent calls the targets are set at. */
 const TARGET_CONCURRENCY = 200;
@@ -155,7 +155,7 @@ function overTime(report: CallBenchReport): PageSection {
 }
 
 /** The gateway's CPU per call-second by thread next to the relay's (one thread does its work): the loop's bar against the relay's shows what the carrier side costs, the rest is the pipeline's. */
-function threadBars(report: CallBenchReport): { label: string; values: { name: string; value: number | null }[] }[] {
+function threadBars(report: CallBenchReport): CompareRow[] {
   const split = report.gateway.cpuSplit;
   const ms = cpuMs(report.gateway);
   if (!split || ms === null) return [];
