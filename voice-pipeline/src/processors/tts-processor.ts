@@ -65,10 +65,7 @@ export class TtsProcessor extends Processor {
         // The turn's text as spoken, pieces joined by one space: the count does not depend on where the aggregator cut.
         this.push({ kind: 'usage', usage: { ttsCharacters: frame.text.length + (turn.sentences.length > 1 ? 1 : 0) }, at: frame.at }, 'up');
         this.emit(turn, frame);
-        if (turn.stream) {
-          turn.stream.sendText(`${frame.text} `);
-          turn.stream.flush();
-        }
+        turn.stream?.sendText(`${frame.text} `, { flush: true });
         return;
       }
       case 'llm.done': {
@@ -97,10 +94,7 @@ export class TtsProcessor extends Processor {
       const stream = await this.opts.provider.open(this.opts.stream, turn.controller.signal);
       if (turn.controller.signal.aborted) return;
       turn.stream = stream;
-      for (const s of turn.sentences) {
-        stream.sendText(`${s} `);
-        stream.flush();
-      }
+      for (const s of turn.sentences) stream.sendText(`${s} `, { flush: true });
       if (turn.ended) stream.end();
       for await (const ev of stream.events) {
         if (turn.controller.signal.aborted) return;

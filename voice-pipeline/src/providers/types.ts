@@ -155,8 +155,11 @@ export type TtsEvent = { type: 'audio'; audio: Uint8Array; alignment: TtsAlignme
  * `open` drops the stream at once (barge-in): no more events, the socket is closed.
  */
 export interface TtsStream {
-  /** A piece of text; end sentences with a space so words are not split. */
-  sendText(text: string): void;
+  /**
+   * A piece of text; end sentences with a space so words are not split. With `flush`, it
+   * also generates everything buffered now, as {@link flush} does, in the same message.
+   */
+  sendText(text: string, opts?: { flush?: boolean }): void;
   /** Generate everything buffered now (end of a sentence the caller should hear soon). */
   flush(): void;
   /** No more text: generate the rest, emit `final`, then close. */

@@ -102,6 +102,21 @@ export function ttsContract(target: TtsContractTarget): void {
         await collect(stream);
         expect(sim().lastConnection!.messages.slice(1)).toEqual([{ text: 'Hello ' }, { text: 'there. ' }, { text: ' ', flush: true }, { text: '' }]);
       });
+
+      it('sends a sentence and its flush as one message, and speaks it before end()', async () => {
+        const stream = await open();
+        stream.sendText('Your table', { flush: false });
+        stream.sendText('is booked for seven.', { flush: true });
+        const iterator = stream.events[Symbol.asyncIterator]();
+        const first = await iterator.next();
+        expect((first.value as TtsEvent).type).toBe('audio');
+        // An empty text with flush is a plain flush, never the closing "".
+        stream.sendText('', { flush: true });
+        stream.end();
+        for (let r = await iterator.next(); r.done !== true; r = await iterator.next());
+        expect(sim().lastConnection!.messages.slice(1)).toEqual([{ text: 'Your table ' }, { text: 'is booked for seven. ', flush: true }, { text: ' ', flush: true }, { text: '' }]);
+        expect(sim().lastConnection!.generations).toEqual(['Your table is booked for seven. ']);
+      });
     });
 
     describe('results', () => {

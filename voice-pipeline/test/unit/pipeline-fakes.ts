@@ -126,6 +126,8 @@ export function llmReply(text: string, usage = { inputTokens: 10, outputTokens: 
 export class FakeTtsStream implements TtsStream {
   readonly texts: string[] = [];
   flushes = 0;
+  /** Flushes that came with their text in one `sendText` (one provider message). */
+  flushesWithText = 0;
   ended = false;
   readonly channel: Channel<TtsEvent>;
   private spokenUpTo = 0;
@@ -147,8 +149,12 @@ export class FakeTtsStream implements TtsStream {
     return this.texts.join('');
   }
 
-  sendText(text: string): void {
+  sendText(text: string, opts?: { flush?: boolean }): void {
     this.texts.push(text);
+    if (opts?.flush === true) {
+      this.flushesWithText += 1;
+      this.flush();
+    }
   }
 
   flush(): void {

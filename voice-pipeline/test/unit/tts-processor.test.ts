@@ -19,7 +19,7 @@ const byTurn = (h: Harness) => h.out.down.map((f) => ('turnId' in f ? `${f.kind}
 const ttsError = (code: string, retryable: boolean) => new ProviderError({ provider: 'fake-tts', capability: 'tts', code, message: code, retryable });
 
 describe('TtsProcessor', () => {
-  it('speaks a turn through one stream: each sentence sent and flushed, end() on llm.done, audio then tts.done', async () => {
+  it('speaks a turn through one stream: each sentence sent with its flush, end() on llm.done, audio then tts.done', async () => {
     const { tts, h, processor, setNow } = setup();
     h.down(frames.turnStart('t1'));
     await settle();
@@ -33,6 +33,8 @@ describe('TtsProcessor', () => {
     h.down(frames.sentence('t1', 'How can I help?'), frames.llmDone('t1'));
     expect(s.texts).toEqual(['Hello there. ', 'How can I help? ']);
     expect(s.flushes).toBe(2);
+    // Each sentence and its flush in one call, so the provider sends one message for both.
+    expect(s.flushesWithText).toBe(2);
     expect(s.ended).toBe(true);
     setNow(180);
     const chunk = mulawMs(40);
@@ -60,6 +62,7 @@ describe('TtsProcessor', () => {
     const s = tts.streams[0]!;
     expect(s.texts).toEqual(['One sentence here. ']);
     expect(s.flushes).toBe(1);
+    expect(s.flushesWithText).toBe(1);
     expect(s.ended).toBe(true);
   });
 

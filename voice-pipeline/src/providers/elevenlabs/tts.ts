@@ -179,11 +179,22 @@ class StreamInputSession implements TtsStream {
     return this.queue;
   }
 
-  sendText(text: string): void {
-    if (this.state !== 'open' || text.length === 0) return;
-    // Each chunk ends with a space so the server never splits a word across chunks (reference/tts.md §1.1.2).
-    this.send({ text: text.endsWith(' ') ? text : `${text} ` });
+  sendText(text: string, opts?: { flush?: boolean }): void {
+    if (this.state !== 'open') return;
+    if (text.length === 0) {
+      if (opts?.flush === true) this.flush();
+      return;
+    }
     if (text.trim().length > 0) this.unflushedText = true;
+    // Each chunk ends with a space so the server never splits a word across chunks (reference/tts.md §1.1.2).
+    const chunk = text.endsWith(' ') ? text : `${text} `;
+    if (opts?.flush !== true) {
+      this.send({ text: chunk });
+      return;
+    }
+    // Text and flush in one message, as the reference's example sends them (§1.1.2): one frame and one write instead of two.
+    this.send({ text: chunk, flush: true });
+    this.flushed();
   }
 
   flush(): void {
@@ -191,6 +202,10 @@ class StreamInputSession implements TtsStream {
     // The reference's flush is a text message with `flush: true`; with no new text it carries a single
     // space (the keep-alive text), because an empty string would close the stream (§1.1.4).
     this.send({ text: ' ', flush: true });
+    this.flushed();
+  }
+
+  private flushed(): void {
     if (this.unflushedText) this.armWatchdog();
     this.unflushedText = false;
   }
