@@ -110,6 +110,17 @@ describe('starting the control plane', () => {
       const key = first.bootstrap!.apiKey!;
       const agent = await api(first, key, 'POST', '/api/v1/agents', agentBody({ name: 'Persistent' }));
       expect(agent.status).toBe(201);
+      // The platform's own connections use the Unix socket in the data directory (no server
+      // address); TCP on 127.0.0.1 still answers, for psql and other tools.
+      const viaPool = await first.database.pool.query<{ addr: string | null }>('select host(inet_server_addr()) as addr');
+      expect(viaPool.rows[0]!.addr).toBeNull();
+      const tcp = new pg.Client({ host: '127.0.0.1', port: Number(port), user: 'postgres', password: 'postgres', database: 'platform' });
+      await tcp.connect();
+      try {
+        expect((await tcp.query<{ addr: string | null }>('select host(inet_server_addr()) as addr')).rows[0]!.addr).toBe('127.0.0.1');
+      } finally {
+        await tcp.end();
+      }
       await first.close();
 
       const second = await startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger });
