@@ -40,6 +40,13 @@ export const gatewayConfigSchema = z.object({
   // Worker threads that run the calls' voice pipelines (STT, LLM, TTS), off the event loop that
   // paces every call's audio. 0: the pipelines run on that event loop.
   PIPELINE_THREADS: z.coerce.number().int().min(0).max(16).default(1),
+  // Streams the gateway carries at most (started or handshaking); one more is refused with 503
+  // at its upgrade, and /readyz answers 503. 0: no limit.
+  GATEWAY_MAX_CALLS: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  // A pipeline thread (or the gateway's own event loop) this far behind, ms, makes the gateway
+  // refuse new calls until the lag is back under half of it: overload then costs new calls,
+  // not the running ones. 0: never refuse for lag.
+  GATEWAY_OVERLOAD_LAG_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
   // Bearer token GET /metrics requires (shared with the control plane). Unset: /metrics is public like /healthz.
   METRICS_TOKEN: optionalText,
   // The recording store, read by objectStoreConfigFromEnv (shared with the control plane).
@@ -77,6 +84,10 @@ export interface GatewayConfig {
   pipelineThreads: number;
   /** `GET /metrics` requires `Authorization: Bearer <token>` when set; public when undefined. */
   metricsToken?: string | undefined;
+  /** Streams carried at most (`admission.ts`); 0: no limit. */
+  maxCalls?: number;
+  /** Lag, ms, past which new calls are refused; 0: never. Default (absent) 1000. */
+  overloadLagMs?: number;
 }
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
@@ -112,5 +123,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     recordingEncoderWorkers: e.RECORDING_ENCODER_WORKERS,
     pipelineThreads: e.PIPELINE_THREADS,
     metricsToken: e.METRICS_TOKEN,
+    maxCalls: e.GATEWAY_MAX_CALLS,
+    overloadLagMs: e.GATEWAY_OVERLOAD_LAG_MS,
   });
 }

@@ -5,6 +5,7 @@ import { PROMETHEUS_CONTENT_TYPE, SUBJECTS, createObjectStore, metricsExposition
 import type { Bus, BusSubscription, ObjectStore } from '@vap/shared';
 import { startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
+import { Admission } from './admission.js';
 import type { CallLeg } from './call-leg.js';
 import { CallSessions } from './call-sessions.js';
 import type { GatewayConfig } from './config.js';
@@ -93,12 +94,32 @@ export async function startMediaGateway(
         ...(pipelines ? { pipelines } : {}),
       });
   const onCall = deps.onCall ?? ((leg: CallLeg) => sessions!.handle(leg));
+  // New calls are refused at capacity or while the pipelines lag (admission.ts).
+  const admission = new Admission({
+    maxCalls: config.maxCalls ?? 0,
+    overloadLagMs: config.overloadLagMs ?? 1000,
+    calls: () => endpoints.reduce((n, e) => n + e.activeLegs + e.pendingLegs, 0),
+    ...(pipelines ? { threadLagMs: () => pipelines.probeLagMs() } : {}),
+    logger: deps.logger,
+  });
+  const admit = () => admission.check();
   // Each carrier's media-stream endpoint claims its own path on the one upgrade router.
   const upgrades = new UpgradeRouter(app.server);
-  const streams = attachTwilioMediaStreams(upgrades, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall });
-  const vonageStreams = attachVonageMediaStreams(upgrades, { logger: deps.logger, signatureSecret: config.vonageSignatureSecret, pacer, onCall });
-  const telnyxStreams = attachTelnyxMediaStreams(upgrades, { logger: deps.logger, pacer, onCall });
-  app.get('/healthz', async () => ({ status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: streams.activeLegs + vonageStreams.activeLegs + telnyxStreams.activeLegs }));
+  const streams = attachTwilioMediaStreams(upgrades, { publicUrl: config.publicUrl, authToken: config.twilioAuthToken, logger: deps.logger, pacer, onCall, admit });
+  const vonageStreams = attachVonageMediaStreams(upgrades, { logger: deps.logger, signatureSecret: config.vonageSignatureSecret, pacer, onCall, admit });
+  const telnyxStreams = attachTelnyxMediaStreams(upgrades, { logger: deps.logger, pacer, onCall, admit });
+  const endpoints = [streams, vonageStreams, telnyxStreams];
+  app.get('/healthz', async () => {
+    const refusal = admission.check();
+    return { status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: streams.activeLegs + vonageStreams.activeLegs + telnyxStreams.activeLegs, acceptingCalls: refusal === null, ...(refusal ? { refusing: refusal.reason } : {}) };
+  });
+  // Readiness for a load balancer: 503 while new calls would be refused, so they go to another gateway.
+  app.get('/readyz', async (_req, reply) => {
+    const refusal = admission.check();
+    if (!refusal) return { status: 'ready', gatewayId };
+    const detail = refusal.reason === 'at-capacity' ? `The gateway carries ${refusal.calls} calls, its limit (GATEWAY_MAX_CALLS=${refusal.maxCalls})` : `The gateway's pipelines are ${refusal.lagMs} ms behind, over GATEWAY_OVERLOAD_LAG_MS=${refusal.overloadLagMs}`;
+    return reply.code(503).header('Retry-After', '5').type('application/problem+json').send({ type: 'about:blank', title: 'Not accepting calls', status: 503, detail, reason: refusal.reason, gatewayId });
+  });
   app.get('/metrics', async (req, reply) => {
     if (!metricsRequestAllowed(req.headers.authorization, config.metricsToken)) {
       return reply.code(401).header('WWW-Authenticate', 'Bearer').type('application/problem+json').send({ title: 'Unauthorized', status: 401, detail: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' });
@@ -116,6 +137,7 @@ export async function startMediaGateway(
     return s ?? reply.code(404).send({ callSid: req.params.callSid, message: 'No recent call with this id on this gateway' });
   });
   const close = async (): Promise<void> => {
+    admission.close();
     await Promise.all(subs.map((s) => s.close()));
     // End live calls first, so each final record (and recording) reaches the control plane.
     await sessions?.close();

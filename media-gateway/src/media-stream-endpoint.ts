@@ -9,6 +9,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import type { AdmissionRefusal } from './admission.js';
 import type { RawData, WebSocket } from 'ws';
 import { mediaStreamClosed } from './paced-call-leg.js';
 import type { PacedCallLeg } from './paced-call-leg.js';
@@ -47,12 +48,22 @@ export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
   onCall: (leg: L) => void;
   /** Time allowed between the upgrade and `start`, ms. Default 10 000. */
   handshakeTimeoutMs?: number;
+  /**
+   * Asked before each upgrade (after the carrier's check): a refusal answers 503 with
+   * `Retry-After`, counted with its reason (`admission.ts`). Absent: every call is taken.
+   */
+  admit?: () => AdmissionRefusal | null;
 }
+
+/** Seconds a refused carrier is told to wait (`Retry-After` on the 503). */
+const REFUSED_RETRY_AFTER_S = 5;
 
 /** The attached endpoint. */
 export interface MediaStreamEndpoint {
   /** Legs handed to `onCall` that have not ended. */
   readonly activeLegs: number;
+  /** Streams upgraded and still waiting for their `start`. */
+  readonly pendingLegs: number;
   /** Stop accepting upgrades, close handshaking sockets and hang up every leg (code 1001). */
   close(): Promise<void>;
 }
@@ -86,6 +97,12 @@ export function attachMediaStreamEndpoint<L extends PacedCallLeg>(target: Server
       mediaStreamClosed.increment('bad-signature');
       log.warn(verdict === false ? {} : { reason: verdict.refused }, 'media stream upgrade refused: bad signature or credentials');
       return refuseUpgrade(socket, 403);
+    }
+    const refusal = opts.admit?.();
+    if (refusal) {
+      mediaStreamClosed.increment(refusal.reason);
+      log.warn(refusal, `media stream refused: gateway ${refusal.reason === 'at-capacity' ? 'at capacity' : 'overloaded'}`);
+      return refuseUpgrade(socket, 503, { 'Retry-After': String(REFUSED_RETRY_AFTER_S) });
     }
     wss.handleUpgrade(req, socket, head, (ws) => handshake(ws, req));
   }
@@ -148,6 +165,9 @@ export function attachMediaStreamEndpoint<L extends PacedCallLeg>(target: Server
   return {
     get activeLegs() {
       return legs.size;
+    },
+    get pendingLegs() {
+      return handshaking.size;
     },
     async close() {
       closing = true;

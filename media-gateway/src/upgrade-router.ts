@@ -12,8 +12,9 @@ import type { Duplex } from 'node:stream';
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
 /** Answers an upgrade with a bare HTTP status (there is no response object) and closes the socket. */
-export function refuseUpgrade(socket: Duplex, status: number): void {
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`, () => socket.destroy());
+export function refuseUpgrade(socket: Duplex, status: number, headers: Record<string, string> = {}): void {
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\n${extra}Content-Length: 0\r\n\r\n`, () => socket.destroy());
 }
 
 /** Routes a server's WebSocket upgrades by exact path (the query string is ignored). */

@@ -69,12 +69,18 @@ interface Thread {
   sessions: Map<number, RemoteSession>;
   /** The thread is gone (exited or failed); its calls have failed. */
   dead: boolean;
+  /** It has posted its ready message. */
+  loaded: boolean;
   /** The thread has loaded the pipeline and takes calls without a wait; rejects if it died first. */
   ready: Promise<void>;
   /** `stats` asked and not answered yet, by id. */
   statsWaiters: Map<number, (loopDelay: ThreadLoopDelay) => void>;
   /** Its OS thread id, from its ready message (null until then, and off Linux). */
   tid: number | null;
+  /** The `ping` not answered yet: its id and when it was sent (performance.now()); null when none is out. */
+  ping: { id: number; sentAt: number } | null;
+  /** How long the last answered `ping` took, ms. */
+  lastPingMs: number;
 }
 
 /**
@@ -87,6 +93,7 @@ export class PipelineThreads {
   private readonly threads: Thread[] = [];
   private nextSession = 1;
   private nextStats = 1;
+  private nextPing = 1;
   private closed = false;
 
   constructor(
@@ -137,6 +144,29 @@ export class PipelineThreads {
     );
   }
 
+  /**
+   * How far behind the slowest loaded thread is, ms: the longer of its last `ping`'s round
+   * trip and the age of a `ping` still unanswered. Each call sends a `ping` to every loaded
+   * thread that has none out, so calling it every few hundred ms keeps the figure fresh
+   * (the gateway's admission check does, `admission.ts`). A thread that is loading or dead
+   * counts 0: calls are not put on it, or it is replaced.
+   */
+  probeLagMs(): number {
+    if (this.closed) return 0;
+    const now = performance.now();
+    let worst = 0;
+    for (const t of this.threads) {
+      if (t.dead || !t.loaded) continue;
+      if (t.ping) worst = Math.max(worst, now - t.ping.sentAt);
+      else {
+        t.ping = { id: this.nextPing++, sentAt: now };
+        t.out.send({ t: 'ping', s: 0, id: t.ping.id });
+      }
+      worst = Math.max(worst, t.lastPingMs);
+    }
+    return worst;
+  }
+
   /** Runs a call's session on the least busy thread, driving `leg`. */
   open(init: SessionInit, leg: CallLeg, hooks: SessionHooks): SessionHandle {
     if (this.closed) throw new Error('PipelineThreads: closed');
@@ -163,10 +193,17 @@ export class PipelineThreads {
     const ready = new Promise<void>((resolve, reject) => ((loaded = resolve), (failed = reject)));
     // A replacement thread nobody awaits must not report an unhandled rejection.
     ready.catch(() => undefined);
-    const thread: Thread = { worker, out: new Batcher((batch, transfer) => worker.postMessage(batch, transfer)), sessions: new Map(), dead: false, ready, statsWaiters: new Map(), tid: null };
+    const thread: Thread = { worker, out: new Batcher((batch, transfer) => worker.postMessage(batch, transfer)), sessions: new Map(), dead: false, loaded: false, ready, statsWaiters: new Map(), tid: null, ping: null, lastPingMs: 0 };
     const onAudio = (s: number, audio: Uint8Array): void => thread.sessions.get(s)?.sendAudio(audio);
     const onOther = (m: FromThread): void => {
       if (m.t === 'stats') return thread.statsWaiters.get(m.id)?.(m.loopDelay);
+      if (m.t === 'pong') {
+        if (thread.ping?.id === m.id) {
+          thread.lastPingMs = performance.now() - thread.ping.sentAt;
+          thread.ping = null;
+        }
+        return;
+      }
       try {
         thread.sessions.get(m.s)?.receive(m);
       } catch (err) {
@@ -176,6 +213,7 @@ export class PipelineThreads {
     worker.on('message', (m: Batch<FromThread> | ThreadReady) => {
       if ('t' in m) {
         thread.tid = m.tid;
+        thread.loaded = true;
         loaded();
       } else unpackBatch(m, onAudio, onOther);
     });

@@ -60,6 +60,7 @@ port.postMessage({ t: THREAD_READY, tid } satisfies ThreadReady);
 
 function receive(m: ToThread): void {
   if (m.t === 'open') return open(m.s, m.init);
+  if (m.t === 'ping') return out.send({ t: 'pong', s: 0, id: m.id });
   if (m.t === 'stats') {
     const sampled = loopDelay.count > 0;
     out.send({ t: 'stats', s: 0, id: m.id, loopDelay: sampled ? { p50Ns: loopDelay.percentile(50), p99Ns: loopDelay.percentile(99), maxNs: loopDelay.max } : null });

@@ -62,7 +62,9 @@ export type ToThread =
   | { t: 'hungUp'; s: number }
   | { t: 'retrieved'; s: number; id: number; passages: KnowledgePassage[] | null; error: string | null }
   /** Not a call's (`s` is 0): asks the thread for its {@link ThreadLoopDelay} since the last ask. */
-  | { t: 'stats'; s: 0; id: number };
+  | { t: 'stats'; s: 0; id: number }
+  /** Not a call's: answered with `pong` as soon as the thread's loop gets to it (how far behind the thread is). */
+  | { t: 'ping'; s: 0; id: number };
 
 /**
  * A thread's event-loop delay since the gateway last asked: nanoseconds, as
@@ -91,7 +93,9 @@ export type FromThread =
   | { t: 'log'; s: number; line: string }
   | { t: 'ended'; s: number; result: SessionResult }
   /** Not a call's: the answer to `stats`. */
-  | { t: 'stats'; s: 0; id: number; loopDelay: ThreadLoopDelay };
+  | { t: 'stats'; s: 0; id: number; loopDelay: ThreadLoopDelay }
+  /** Not a call's: the answer to `ping`. */
+  | { t: 'pong'; s: 0; id: number };
 
 /**
  * One post over a thread's port: the messages queued during one turn of the sender's event

@@ -5,6 +5,7 @@
  */
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
+import type { AdmissionRefusal } from '../admission.js';
 import { attachMediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { MediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { OutboundPacer } from '../twilio/pacer.js';
@@ -23,6 +24,8 @@ export interface TelnyxMediaStreamsOptions {
   onCall: (leg: TelnyxLeg) => void;
   /** Time allowed between the upgrade and `start`, ms. Default 10 000. */
   handshakeTimeoutMs?: number;
+  /** Asked before each upgrade: a refusal answers 503 (`admission.ts`). Absent: every call is taken. */
+  admit?: () => AdmissionRefusal | null;
 }
 
 /**
@@ -38,6 +41,7 @@ export function attachTelnyxMediaStreams(target: Server | UpgradeRouter, opts: T
     path: TELNYX_MEDIA_STREAM_PATH,
     log,
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
+    ...(opts.admit ? { admit: opts.admit } : {}),
     onCall: opts.onCall,
     handshake: (text, ws, req) => {
       const msg = parseTelnyxMessage(text, (reason, detail) => log.debug({ reason, detail }, 'message before start ignored'));

@@ -5,6 +5,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
 import { validateTwilioSignature } from '@vap/shared';
+import type { AdmissionRefusal } from '../admission.js';
 import { attachMediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { MediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { UpgradeRouter } from '../upgrade-router.js';
@@ -27,6 +28,8 @@ export interface TwilioMediaStreamsOptions {
   onCall: (leg: TwilioLeg) => void;
   /** Time allowed between the upgrade and `start`, ms. Default 10 000. */
   handshakeTimeoutMs?: number;
+  /** Asked before each upgrade: a refusal answers 503 (`admission.ts`). Absent: every call is taken. */
+  admit?: () => AdmissionRefusal | null;
 }
 
 /** The attached endpoint. */
@@ -61,6 +64,7 @@ export function attachTwilioMediaStreams(target: Server | UpgradeRouter, opts: T
     log,
     authorize: opts.authToken ? signatureOk.bind(null, opts.authToken) : 'no Twilio auth token configured: media stream upgrades are accepted without a signature check (sandbox)',
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
+    ...(opts.admit ? { admit: opts.admit } : {}),
     onCall: opts.onCall,
     handshake: (text, ws) => {
       const msg = parseTwilioMessage(text, (reason, detail) => log.debug({ reason, detail }, 'message before start ignored'));

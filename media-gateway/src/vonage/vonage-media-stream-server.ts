@@ -6,6 +6,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
 import { verifyVonageWebhook, vonageBearerToken } from '@vap/shared';
+import type { AdmissionRefusal } from '../admission.js';
 import { attachMediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { MediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { OutboundPacer } from '../twilio/pacer.js';
@@ -30,6 +31,8 @@ export interface VonageMediaStreamsOptions {
   onCall: (leg: VonageLeg) => void;
   /** Time allowed between the upgrade and `websocket:connected`, ms. Default 10 000. */
   handshakeTimeoutMs?: number;
+  /** Asked before each upgrade: a refusal answers 503 (`admission.ts`). Absent: every call is taken. */
+  admit?: () => AdmissionRefusal | null;
 }
 
 /** The attached endpoint. */
@@ -58,6 +61,7 @@ export function attachVonageMediaStreams(target: Server | UpgradeRouter, opts: V
     log,
     authorize: opts.signatureSecret ? signedJwt.bind(null, opts.signatureSecret) : 'no Vonage signature secret configured: WebSocket upgrades are accepted without a check (sandbox)',
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
+    ...(opts.admit ? { admit: opts.admit } : {}),
     onCall: opts.onCall,
     handshake: (text, ws) => {
       const msg = parseVonageMessage(text, (reason, detail) => log.debug({ reason, detail }, 'message before websocket:connected ignored'));

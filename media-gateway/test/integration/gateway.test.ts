@@ -18,7 +18,7 @@ async function exercise(gatewayBus: Bus, controlPlaneBus: Bus): Promise<void> {
   const gw = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0' }), { bus: gatewayBus, logger });
   try {
     const health = await fetch(`${gw.url}/healthz`);
-    expect(await health.json()).toEqual({ status: 'ok', gatewayId: gw.gatewayId, bus: gatewayBus.kind, activeCalls: 0 });
+    expect(await health.json()).toEqual({ status: 'ok', gatewayId: gw.gatewayId, bus: gatewayBus.kind, activeCalls: 0, acceptingCalls: true });
     if (gatewayBus instanceof NatsBus) await gatewayBus.flush();
     await controlPlaneBus.publish('agentChanged', SUBJECTS.agentChanged.subject('ten_a', 'agt_a'), { tenantId: 'ten_a', agentId: 'agt_a', version: 4, change: 'updated', at: new Date().toISOString() });
     await vi.waitFor(() => expect(gw.invalidatedAgents.has('agt_a')).toBe(true), { timeout: 3000 });

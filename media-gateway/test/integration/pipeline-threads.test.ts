@@ -220,6 +220,20 @@ describe('PipelineThreads', () => {
     expect((await threads.stats()).map((s) => s.calls)).toEqual([0, 0]);
   }, 30_000);
 
+  it('reads how far behind a thread is from its pings: an unanswered ping\'s age grows with the stall, and the lag falls back once the thread answers at once again', async () => {
+    // The stalling fixture's loop is busy 600 ms before it answers its first ping.
+    const pool = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }), workerUrl: new URL('../fixtures/stalling-pipeline-worker.mjs', import.meta.url) });
+    threads = pool;
+    await pool.ready();
+    expect(pool.probeLagMs()).toBe(0); // sends the first ping
+    await new Promise((r) => setTimeout(r, 300));
+    // Unanswered for 300 ms: that is the lag, though no answer came yet.
+    expect(pool.probeLagMs()).toBeGreaterThanOrEqual(290);
+    // The whole stall shows (pending, then as the slow round trip) until a quick answer comes back.
+    await vi.waitFor(() => expect(pool.probeLagMs()).toBeGreaterThanOrEqual(590), { timeout: 3000, interval: 20 });
+    await vi.waitFor(() => expect(pool.probeLagMs()).toBeLessThan(100), { timeout: 3000, interval: 20 });
+  });
+
   it('lists a thread that does not answer without its loop delay, and leaves out a thread that died', async () => {
     // The crashing fixture never answers `stats`, and exits once its call starts.
     threads = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }), workerUrl: new URL('../fixtures/crashing-pipeline-worker.mjs', import.meta.url) });

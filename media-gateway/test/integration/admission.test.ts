@@ -1,0 +1,115 @@
+import { pino } from 'pino';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import WebSocket from 'ws';
+import { InProcessBus } from '@vap/shared';
+import { loadGatewayConfig } from '../../src/config.js';
+import { startMediaGateway } from '../../src/gateway.js';
+import type { MediaGateway } from '../../src/gateway.js';
+import { StreamRefusedError, TwilioCallerSimulator } from '../../src/simulators/twilio-caller.js';
+import { TWILIO_MEDIA_STREAM_PATH } from '../../src/twilio/media-stream-server.js';
+import { mediaStreamClosed } from '../../src/twilio/twilio-leg.js';
+import type { TwilioLeg } from '../../src/twilio/twilio-leg.js';
+
+/**
+ * Admission on a real gateway (#5): a stream over GATEWAY_MAX_CALLS, or one that comes while
+ * the gateway keeps lagging, is refused at its upgrade with 503 and Retry-After, and /readyz says so
+ * until calls are taken again. Legs go to deps.onCall (no pipelines: the lag read is the
+ * gateway loop's own).
+ */
+
+const logger = pino({ level: 'silent' });
+let gw: MediaGateway | undefined;
+let sims: TwilioCallerSimulator[] = [];
+
+afterEach(async () => {
+  for (const s of sims) s.drop();
+  sims = [];
+  await gw?.close();
+  gw = undefined;
+});
+
+async function start(env: Record<string, string>): Promise<{ gw: MediaGateway; legs: TwilioLeg[]; streamUrl: string }> {
+  const legs: TwilioLeg[] = [];
+  gw = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', ...env }), { bus: new InProcessBus(), logger, onCall: (leg) => legs.push(leg as TwilioLeg) });
+  return { gw, legs, streamUrl: `${gw.url.replace('http', 'ws')}${TWILIO_MEDIA_STREAM_PATH}` };
+}
+
+async function dial(streamUrl: string): Promise<TwilioCallerSimulator> {
+  const sim = await TwilioCallerSimulator.connect(streamUrl, { customParameters: { agentId: 'agt_1' } });
+  sims.push(sim);
+  return sim;
+}
+
+/** The status and Retry-After of an upgrade the gateway answers without switching protocols. */
+function refusedUpgrade(url: string): Promise<{ status: number; retryAfter: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    ws.on('unexpected-response', (_req, res) => {
+      resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined });
+      res.resume();
+      ws.terminate();
+    });
+    ws.on('open', () => {
+      ws.terminate();
+      reject(new Error('the upgrade was accepted'));
+    });
+    ws.on('error', () => {});
+  });
+}
+
+describe('gateway admission', () => {
+  it('refuses the stream over GATEWAY_MAX_CALLS with 503 and Retry-After, says so on /readyz and /healthz, and takes calls again once one ends', async () => {
+    const { gw, legs, streamUrl } = await start({ GATEWAY_MAX_CALLS: '1' });
+    expect((await fetch(`${gw.url}/readyz`)).status).toBe(200);
+    await dial(streamUrl);
+    await vi.waitFor(() => expect(legs).toHaveLength(1));
+
+    const refusedBefore = mediaStreamClosed.get('at-capacity');
+    expect(await refusedUpgrade(streamUrl)).toEqual({ status: 503, retryAfter: '5' });
+    await expect(dial(streamUrl)).rejects.toEqual(new StreamRefusedError(503));
+    expect(mediaStreamClosed.get('at-capacity') - refusedBefore).toBe(2);
+    expect(legs).toHaveLength(1);
+
+    const ready = await fetch(`${gw.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(ready.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    const problem = (await ready.json()) as Record<string, unknown>;
+    expect(problem).toMatchObject({ status: 503, title: 'Not accepting calls', reason: 'at-capacity', gatewayId: gw.gatewayId });
+    expect(problem['detail']).toContain('GATEWAY_MAX_CALLS=1');
+    expect(await (await fetch(`${gw.url}/healthz`)).json()).toMatchObject({ status: 'ok', activeCalls: 1, acceptingCalls: false, refusing: 'at-capacity' });
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metrics).toMatch(/svc_telephony_media_stream_closed\w*\{[^}]*reason="at-capacity"[^}]*\} [1-9]/);
+
+    await legs[0]!.hangup();
+    await vi.waitFor(async () => expect((await fetch(`${gw.url}/readyz`)).status).toBe(200));
+    expect(await (await fetch(`${gw.url}/healthz`)).json()).toMatchObject({ activeCalls: 0, acceptingCalls: true });
+    expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+    await dial(streamUrl);
+    await vi.waitFor(() => expect(legs).toHaveLength(2));
+  });
+
+  it('refuses new streams while its event loop lags past GATEWAY_OVERLOAD_LAG_MS, and takes them again once it has caught up', async () => {
+    const { gw, legs, streamUrl } = await start({ GATEWAY_OVERLOAD_LAG_MS: '200' });
+    await dial(streamUrl);
+    await vi.waitFor(() => expect(legs).toHaveLength(1));
+    // The gateway runs in this process: its loop stalls 700 ms twice (one stall alone refuses nobody).
+    for (let stall = 0; stall < 2; stall++) {
+      const until = performance.now() + 700;
+      while (performance.now() < until);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+
+    const refusedBefore = mediaStreamClosed.get('overloaded');
+    expect(await refusedUpgrade(streamUrl)).toEqual({ status: 503, retryAfter: '5' });
+    expect(mediaStreamClosed.get('overloaded') - refusedBefore).toBe(1);
+    const ready = await fetch(`${gw.url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ reason: 'overloaded' });
+    // The call already running was not touched.
+    expect(legs[0]!.ended).toBe(false);
+
+    await vi.waitFor(async () => expect((await fetch(`${gw.url}/readyz`)).status).toBe(200), { timeout: 3000, interval: 50 });
+    await dial(streamUrl);
+    await vi.waitFor(() => expect(legs).toHaveLength(2));
+  });
+});
