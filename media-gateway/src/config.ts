@@ -46,7 +46,7 @@ export const gatewayConfigSchema = z.object({
   // A pipeline thread (or the gateway's own event loop) this far behind, ms, makes the gateway
   // refuse new calls until the lag is back under half of it: overload then costs new calls,
   // not the running ones. 0: never refuse for lag.
-  GATEWAY_OVERLOAD_LAG_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+  GATEWAY_OVERLOAD_LAG_MS: z.coerce.number().int().min(0).max(60_000).default(500),
   // Bearer token GET /metrics requires (shared with the control plane). Unset: /metrics is public like /healthz.
   METRICS_TOKEN: optionalText,
   // The recording store, read by objectStoreConfigFromEnv (shared with the control plane).
@@ -86,7 +86,7 @@ export interface GatewayConfig {
   metricsToken?: string | undefined;
   /** Streams carried at most (`admission.ts`); 0: no limit. */
   maxCalls?: number;
-  /** Lag, ms, past which new calls are refused; 0: never. Default (absent) 1000. */
+  /** Lag, ms, past which new calls are refused; 0: never. Default (absent) 500. */
   overloadLagMs?: number;
 }
 

@@ -97,7 +97,7 @@ export async function startMediaGateway(
   // New calls are refused at capacity or while the pipelines lag (admission.ts).
   const admission = new Admission({
     maxCalls: config.maxCalls ?? 0,
-    overloadLagMs: config.overloadLagMs ?? 1000,
+    overloadLagMs: config.overloadLagMs ?? 500,
     calls: () => endpoints.reduce((n, e) => n + e.activeLegs + e.pendingLegs, 0),
     ...(pipelines ? { threadLagMs: () => pipelines.probeLagMs() } : {}),
     logger: deps.logger,

@@ -87,8 +87,8 @@ describe('gateway admission', () => {
     expect(a.check()).toBeNull();
   });
 
-  it('is configured by GATEWAY_MAX_CALLS (default none) and GATEWAY_OVERLOAD_LAG_MS (default 1000 ms), naming a bad value', () => {
-    expect(loadGatewayConfig({})).toMatchObject({ maxCalls: 0, overloadLagMs: 1000 });
+  it('is configured by GATEWAY_MAX_CALLS (default none) and GATEWAY_OVERLOAD_LAG_MS (default 500 ms), naming a bad value', () => {
+    expect(loadGatewayConfig({})).toMatchObject({ maxCalls: 0, overloadLagMs: 500 });
     expect(loadGatewayConfig({ GATEWAY_MAX_CALLS: '300', GATEWAY_OVERLOAD_LAG_MS: '0' })).toMatchObject({ maxCalls: 300, overloadLagMs: 0 });
     for (const bad of ['-1', '1.5', 'many']) {
       expect(() => loadGatewayConfig({ GATEWAY_MAX_CALLS: bad })).toThrow(/- GATEWAY_MAX_CALLS:/);
