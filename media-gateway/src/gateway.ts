@@ -117,7 +117,7 @@ export async function startMediaGateway(
   app.get('/readyz', async (_req, reply) => {
     const refusal = admission.check();
     if (!refusal) return { status: 'ready', gatewayId };
-    const detail = refusal.reason === 'at-capacity' ? `The gateway carries ${refusal.calls} calls, its limit (GATEWAY_MAX_CALLS=${refusal.maxCalls})` : `The gateway's pipelines are ${refusal.lagMs} ms behind, over GATEWAY_OVERLOAD_LAG_MS=${refusal.overloadLagMs}`;
+    const detail = refusal.reason === 'at-capacity' ? `The gateway carries ${refusal.calls} ${refusal.calls === 1 ? 'call' : 'calls'}, its limit (GATEWAY_MAX_CALLS=${refusal.maxCalls})` : `The gateway's pipelines are ${refusal.lagMs} ms behind, over GATEWAY_OVERLOAD_LAG_MS=${refusal.overloadLagMs}`;
     return reply.code(503).header('Retry-After', '5').type('application/problem+json').send({ type: 'about:blank', title: 'Not accepting calls', status: 503, detail, reason: refusal.reason, gatewayId });
   });
   app.get('/metrics', async (req, reply) => {

@@ -75,7 +75,7 @@ describe('gateway admission', () => {
     expect(ready.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     const problem = (await ready.json()) as Record<string, unknown>;
     expect(problem).toMatchObject({ status: 503, title: 'Not accepting calls', reason: 'at-capacity', gatewayId: gw.gatewayId });
-    expect(problem['detail']).toContain('GATEWAY_MAX_CALLS=1');
+    expect(problem['detail']).toBe('The gateway carries 1 call, its limit (GATEWAY_MAX_CALLS=1)');
     expect(await (await fetch(`${gw.url}/healthz`)).json()).toMatchObject({ status: 'ok', activeCalls: 1, acceptingCalls: false, refusing: 'at-capacity' });
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     expect(metrics).toMatch(/svc_telephony_media_stream_closed\w*\{[^}]*reason="at-capacity"[^}]*\} [1-9]/);
