@@ -37,9 +37,11 @@ async function startGatewayProcess(port: number, natsSubjectPrefix: string): Pro
       LOG_LEVEL: 'warn',
     },
   });
+  childOutput.length = 0;
   child.stdout!.on('data', (d: Buffer) => childOutput.push(d.toString()));
   child.stderr!.on('data', (d: Buffer) => childOutput.push(d.toString()));
   // Whatever happens to this worker, the gateway process goes with it.
+  process.removeListener('exit', killChild);
   process.once('exit', killChild);
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -58,13 +60,21 @@ describe.skipIf(!natsUrl)('a media gateway process killed mid-call', () => {
   beforeAll(async () => {
     // The platform's own in-process gateway stays idle (a surviving gateway beside the dead
     // one); the control plane hands callers the stream URL of the child process.
-    const port = await freePort();
-    p = await startPlatform('nats', { CALL_WATCHDOG_INTERVAL_MS: '500', MEDIA_GATEWAY_PUBLIC_URL: `ws://127.0.0.1:${port}` });
-    await startGatewayProcess(port, p.natsSubjectPrefix).catch((err: unknown) => {
-      killChild();
-      throw err;
-    });
-  }, 60_000);
+    // Between freePort and the child's listen the port can be taken by a parallel test (CI once:
+    // EADDRINUSE): then both start again on another port, up to 5 times.
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      p = await startPlatform('nats', { CALL_WATCHDOG_INTERVAL_MS: '500', MEDIA_GATEWAY_PUBLIC_URL: `ws://127.0.0.1:${port}` });
+      try {
+        await startGatewayProcess(port, p.natsSubjectPrefix);
+        break;
+      } catch (err) {
+        killChild();
+        if (attempt >= 5 || !String(err).includes('EADDRINUSE')) throw err;
+        await p.close();
+      }
+    }
+  }, 120_000);
   const rejections = collectUnhandledRejections();
   afterEach(() => expect(rejections.reasons).toEqual([]));
   afterAll(async () => {
