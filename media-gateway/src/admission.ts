@@ -17,6 +17,9 @@
  */
 import type { Logger } from 'pino';
 
+/** Seconds a refused carrier (the 503 at its upgrade) and a load balancer (`/readyz`) are told to wait: `Retry-After`. */
+export const REFUSED_RETRY_AFTER_S = 5;
+
 /** Why a new call is refused. */
 export type AdmissionRefusal = { reason: 'at-capacity'; calls: number; maxCalls: number } | { reason: 'overloaded'; lagMs: number; overloadLagMs: number };
 

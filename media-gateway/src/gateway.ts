@@ -5,7 +5,7 @@ import { PROMETHEUS_CONTENT_TYPE, SUBJECTS, createObjectStore, metricsExposition
 import type { Bus, BusSubscription, ObjectStore } from '@vap/shared';
 import { startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
-import { Admission } from './admission.js';
+import { Admission, REFUSED_RETRY_AFTER_S } from './admission.js';
 import type { CallLeg } from './call-leg.js';
 import { CallSessions } from './call-sessions.js';
 import type { GatewayConfig } from './config.js';
@@ -74,7 +74,7 @@ export async function startMediaGateway(
   const recordings = new RecordingArchiver({ store: deps.recordingStore ?? createObjectStore(config.recordings), encoders });
   const pipelines = !deps.onCall && config.pipelineThreads > 0 ? new PipelineThreads({ size: config.pipelineThreads, logger: deps.logger }) : undefined;
   const metrics = new GatewayMetrics({
-    activeCalls: () => streams.activeLegs + vonageStreams.activeLegs + telnyxStreams.activeLegs,
+    activeCalls,
     pacerStats: () => pacer.stats,
     mediaStreamClosed,
     lateGapMs,
@@ -109,16 +109,19 @@ export async function startMediaGateway(
   const vonageStreams = attachVonageMediaStreams(upgrades, { logger: deps.logger, signatureSecret: config.vonageSignatureSecret, pacer, onCall, admit });
   const telnyxStreams = attachTelnyxMediaStreams(upgrades, { logger: deps.logger, pacer, onCall, admit });
   const endpoints = [streams, vonageStreams, telnyxStreams];
+  function activeCalls(): number {
+    return endpoints.reduce((n, e) => n + e.activeLegs, 0);
+  }
   app.get('/healthz', async () => {
     const refusal = admission.check();
-    return { status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: streams.activeLegs + vonageStreams.activeLegs + telnyxStreams.activeLegs, acceptingCalls: refusal === null, ...(refusal ? { refusing: refusal.reason } : {}) };
+    return { status: 'ok', gatewayId, bus: deps.bus.kind, activeCalls: activeCalls(), acceptingCalls: refusal === null, ...(refusal ? { refusing: refusal.reason } : {}) };
   });
   // Readiness for a load balancer: 503 while new calls would be refused, so they go to another gateway.
   app.get('/readyz', async (_req, reply) => {
     const refusal = admission.check();
     if (!refusal) return { status: 'ready', gatewayId };
     const detail = refusal.reason === 'at-capacity' ? `The gateway carries ${refusal.calls} ${refusal.calls === 1 ? 'call' : 'calls'}, its limit (GATEWAY_MAX_CALLS=${refusal.maxCalls})` : `The gateway's pipelines are ${refusal.lagMs} ms behind, over GATEWAY_OVERLOAD_LAG_MS=${refusal.overloadLagMs}`;
-    return reply.code(503).header('Retry-After', '5').type('application/problem+json').send({ type: 'about:blank', title: 'Not accepting calls', status: 503, detail, reason: refusal.reason, gatewayId });
+    return reply.code(503).header('Retry-After', String(REFUSED_RETRY_AFTER_S)).type('application/problem+json').send({ type: 'about:blank', title: 'Not accepting calls', status: 503, detail, reason: refusal.reason, gatewayId });
   });
   app.get('/metrics', async (req, reply) => {
     if (!metricsRequestAllowed(req.headers.authorization, config.metricsToken)) {

@@ -9,8 +9,9 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import type { AdmissionRefusal } from './admission.js';
 import type { RawData, WebSocket } from 'ws';
+import { REFUSED_RETRY_AFTER_S } from './admission.js';
+import type { AdmissionRefusal } from './admission.js';
 import { mediaStreamClosed } from './paced-call-leg.js';
 import type { PacedCallLeg } from './paced-call-leg.js';
 import { refuseUpgrade, UpgradeRouter } from './upgrade-router.js';
@@ -54,9 +55,6 @@ export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
    */
   admit?: () => AdmissionRefusal | null;
 }
-
-/** Seconds a refused carrier is told to wait (`Retry-After` on the 503). */
-const REFUSED_RETRY_AFTER_S = 5;
 
 /** The attached endpoint. */
 export interface MediaStreamEndpoint {

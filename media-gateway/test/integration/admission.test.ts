@@ -73,6 +73,7 @@ describe('gateway admission', () => {
     const ready = await fetch(`${gw.url}/readyz`);
     expect(ready.status).toBe(503);
     expect(ready.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(ready.headers.get('retry-after')).toBe('5');
     const problem = (await ready.json()) as Record<string, unknown>;
     expect(problem).toMatchObject({ status: 503, title: 'Not accepting calls', reason: 'at-capacity', gatewayId: gw.gatewayId });
     expect(problem['detail']).toBe('The gateway carries 1 call, its limit (GATEWAY_MAX_CALLS=1)');
