@@ -83,7 +83,15 @@ type State = 'idle' | 'speaking' | 'trailing';
  * - Turn end: the caller was heard saying something (a non-empty final transcript) and
  *   then either `silenceDurationMs` of local silence passed, or the STT's endpointer
  *   fired while the line is quiet. Past `silenceDurationMs` without a final it asks the
- *   STT to finalise, and gives up waiting at `utteranceEndMs`.
+ *   STT to finalise, and stops waiting `utteranceEndMs` later: the turn is then what the
+ *   STT sent so far, its interim words included, since answering them beats leaving the
+ *   caller in silence. Only when the STT sent nothing at all is the speech dropped.
+ * - Late transcripts (the caller is quiet, no utterance open): a final for speech already
+ *   answered is dropped, never carried into the next turn; a final for speech that was
+ *   dropped for want of any transcript becomes the turn when it arrives, unless the agent
+ *   is speaking. The STT's stale interim and endpointer signals are cleared at the next
+ *   onset. The wait is counted on the session clock, which includes our own lag: under
+ *   overload a final may come after the deadline, and the caller must still be answered.
  * - Barge-in: while the agent is audible, caller speech that passes {@link BARGE_IN_RULES}
  *   emits `interrupt` (down). At `medium` and `low`, `agent.pause` comes first (after
  *   `pauseAfterMs` of voice), and `agent.resume` follows instead of `interrupt` when the
@@ -114,6 +122,12 @@ export class TurnDetector extends Processor {
   private overlapping = false;
   /** The agent is paused by a tentative barge-in (`agent.pause` sent, neither confirmed nor resumed). */
   private paused = false;
+  /**
+   * What a final transcript arriving while no utterance is open means: `answer`, the words
+   * of speech that was dropped for want of a transcript (or that the local VAD missed);
+   * `drop`, the tail of speech already answered or ruled out (a backchannel over the agent).
+   */
+  private lateFinal: 'answer' | 'drop' = 'answer';
 
   constructor(private readonly opts: TurnDetectorOptions) {
     super();
@@ -138,6 +152,10 @@ export class TurnDetector extends Processor {
         return;
       case 'transcript.final':
         this.push(frame);
+        if (this.state === 'idle') {
+          this.onLateFinal(frame);
+          return;
+        }
         if (frame.text.trim()) {
           this.finals.push({ text: frame.text.trim(), words: frame.words, confidence: frame.confidence, startMs: frame.startMs, endMs: frame.endMs, at: frame.at });
           this.interim = '';
@@ -148,6 +166,8 @@ export class TurnDetector extends Processor {
         return;
       case 'stt.utterance-end':
         this.push(frame);
+        // After the turn ended (Deepgram sends it after the final): it must not end the next one early.
+        if (this.state === 'idle') return;
         this.sttSpeechFinal = true;
         this.maybeEndTurn(frame.at);
         return;
@@ -170,6 +190,10 @@ export class TurnDetector extends Processor {
       this.lastVoicedAt = at + FRAME_MS;
       if (this.state !== 'speaking' && this.voicedRunMs >= ONSET_MS) {
         if (this.state === 'idle') {
+          // What the STT said between utterances belongs to none: this one starts clean.
+          this.interim = '';
+          this.sttSpeechFinal = false;
+          this.finalizeRequested = false;
           this.speechOnsetAt = at + FRAME_MS - this.voicedRunMs;
           this.utteranceVoicedMs = this.voicedRunMs;
           this.overlapping = this.audibleTurns.size > 0;
@@ -226,51 +250,69 @@ export class TurnDetector extends Processor {
   private maybeEndTurn(at: number): void {
     if (this.state !== 'trailing') return;
     const quietMs = at - this.lastVoicedAt;
-    const text = this.finals.map((f) => f.text).join(' ').trim();
+    // Past the longest wait, the STT's interim words count as said.
+    const gaveUp = quietMs >= this.opts.silenceDurationMs + this.opts.utteranceEndMs;
+    const finalText = this.finals.map((f) => f.text).join(' ').trim();
+    const text = gaveUp ? `${finalText} ${this.interim}`.trim() : finalText;
     if (!text) {
       if (quietMs >= this.opts.silenceDurationMs && !this.finalizeRequested && this.interim) {
         this.finalizeRequested = true;
         this.opts.finalizeStt();
       }
-      // Noise, a cough, or speech the STT could not read: nothing to answer.
-      if (quietMs >= this.opts.silenceDurationMs + this.opts.utteranceEndMs) this.reset();
+      // Noise, a cough, or speech the STT has not read (yet: its final may still come).
+      if (gaveUp) this.reset(this.overlapping ? 'drop' : 'answer');
       return;
     }
     if (this.overlapping && meaningfulWords(text).length === 0) {
       // A backchannel over the agent ("mm-hmm"): acknowledged, not a turn.
-      if (quietMs >= this.opts.silenceDurationMs) this.reset();
+      if (quietMs >= this.opts.silenceDurationMs) this.reset('drop');
       return;
     }
     const ready = quietMs >= this.opts.silenceDurationMs || (this.sttSpeechFinal && quietMs >= 2 * FRAME_MS);
     if (!ready) return;
-    if (this.interim && !this.finalizeRequested && quietMs < this.opts.silenceDurationMs + this.opts.utteranceEndMs) {
+    if (this.interim && !gaveUp) {
       // Words are still only interim: ask for them, and wait a little longer.
-      this.finalizeRequested = true;
-      this.opts.finalizeStt();
+      if (!this.finalizeRequested) {
+        this.finalizeRequested = true;
+        this.opts.finalizeStt();
+      }
       return;
     }
-    if (this.interim && quietMs < this.opts.silenceDurationMs + this.opts.utteranceEndMs) return;
+    this.endTurn(text, at);
+  }
+
+  /** A final transcript while no utterance is open (see {@link lateFinal}). */
+  private onLateFinal(frame: Extract<Frame, { kind: 'transcript.final' }>): void {
+    const text = frame.text.trim();
+    if (!text || this.lateFinal === 'drop' || this.audibleTurns.size > 0) return;
+    this.finals.push({ text, words: frame.words, confidence: frame.confidence, startMs: frame.startMs, endMs: frame.endMs, at: frame.at });
+    this.endTurn(text, frame.at);
+  }
+
+  private endTurn(text: string, at: number): void {
     const words = this.finals.flatMap((f) => f.words);
     const turn: UserTurn = {
       text,
       source: 'speech',
       words,
-      confidence: this.finals.reduce((s, f) => s + f.confidence, 0) / this.finals.length,
+      // 0: no final came, the words are the STT's interim ones.
+      confidence: this.finals.length === 0 ? 0 : this.finals.reduce((s, f) => s + f.confidence, 0) / this.finals.length,
       startAt: words[0]?.startMs ?? this.speechOnsetAt,
       endAt: words[words.length - 1]?.endMs ?? this.lastVoicedAt,
       speechEndAt: this.lastVoicedAt,
-      sttFinalAt: Math.max(...this.finals.map((f) => f.at)),
+      sttFinalAt: this.finals.length === 0 ? at : Math.max(...this.finals.map((f) => f.at)),
     };
-    this.reset();
+    this.reset('drop');
     this.push({ kind: 'user.turn', turn, at });
   }
 
-  private reset(): void {
+  private reset(lateFinal: 'answer' | 'drop'): void {
     this.state = 'idle';
     this.finals = [];
     this.interim = '';
     this.sttSpeechFinal = false;
     this.finalizeRequested = false;
     this.overlapping = false;
+    this.lateFinal = lateFinal;
   }
 }

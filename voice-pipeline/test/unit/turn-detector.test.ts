@@ -116,6 +116,99 @@ describe('TurnDetector: endpointing', () => {
   });
 });
 
+describe('TurnDetector: a late STT (or our own lag)', () => {
+  // The wait is counted on the session clock: when the gateway falls behind, a final may
+  // come after silenceDurationMs + utteranceEndMs (500 + 1000 here) although the STT was quick.
+
+  it('answers the interim words when no final came by the deadline, and drops the final that follows', () => {
+    const { h, feed, finalizeStt } = setup();
+    feed(0, 600, true);
+    h.down(frames.interim('book a table', 500));
+    feed(600, 1500, false); // last frame at 2080: 1480 ms quiet
+    expect(finalizeStt).toHaveBeenCalledTimes(1);
+    expect(h.downOf('user.turn')).toEqual([]);
+    feed(2100, 20, false);
+    expect(h.downOf('user.turn')).toEqual([
+      { kind: 'user.turn', at: 2100, turn: { text: 'book a table', source: 'speech', words: [], confidence: 0, startAt: 0, endAt: 600, speechEndAt: 600, sttFinalAt: 2100 } },
+    ]);
+    // The final for the same speech: already answered.
+    h.down(frames.final('Book a table for two.', 2400, { speechFinal: true }));
+    h.down(frames.utteranceEnd(2500));
+    expect(h.downOf('user.turn')).toHaveLength(1);
+    // Nor is it carried into the next turn.
+    feed(3000, 400, true);
+    feed(3400, 40, false);
+    h.down(frames.final('At eight.', 3460, { speechFinal: true }));
+    expect(h.downOf('user.turn').map((f) => f.turn.text)).toEqual(['book a table', 'At eight.']);
+  });
+
+  it('answers the finals and the interim words after them at the deadline', () => {
+    const { h, feed } = setup();
+    feed(0, 600, true);
+    h.down(frames.final('Hi,', 400, { confidence: 0.8 }));
+    h.down(frames.interim('I would like to book', 590));
+    feed(600, 1520, false);
+    expect(h.downOf('user.turn').map((f) => [f.at, f.turn.text, f.turn.confidence])).toEqual([[2100, 'Hi, I would like to book', 0.8]]);
+  });
+
+  it('answers a final that comes after the deadline for speech the STT had sent nothing of', () => {
+    const { h, feed, finalizeStt } = setup();
+    feed(0, 600, true);
+    feed(600, 2000, false);
+    expect(h.downOf('user.turn')).toEqual([]);
+    expect(finalizeStt).not.toHaveBeenCalled();
+    // The caller is still quiet when the words arrive: they are the turn, at once.
+    h.down(frames.final('What are your opening hours?', 2700, { speechFinal: true }));
+    const turns = h.downOf('user.turn');
+    expect(turns.map((f) => [f.at, f.turn.text, f.turn.speechEndAt, f.turn.sttFinalAt])).toEqual([[2700, 'What are your opening hours?', 600, 2700]]);
+    // Once only.
+    h.down(frames.final('Hours?', 2800));
+    expect(h.downOf('user.turn')).toHaveLength(1);
+  });
+
+  it('does not answer a late final while the agent speaks, nor one for speech over the agent', () => {
+    const { h, feed } = setup();
+    feed(0, 300, true);
+    feed(300, 1600, false); // dropped at the deadline: no transcript
+    h.up(frames.audioStarted('turn_prompt', 2000));
+    h.down(frames.final('Hello?', 2100));
+    expect(h.downOf('user.turn')).toEqual([]);
+    // Over the agent: a cough-length sound with no words, dropped; its late final is not a turn either.
+    feed(3000, 80, true);
+    feed(3080, 1600, false);
+    h.up(frames.spoken('turn_prompt', 'Are you still there?', { at: 4700 }));
+    h.down(frames.final('Mm.', 4800));
+    expect(h.downOf('user.turn')).toEqual([]);
+    expect(h.downOf('interrupt')).toEqual([]);
+  });
+
+  it('lets neither an utterance-end nor an interim between utterances cut or fill the next turn', () => {
+    const { h, feed } = setup();
+    feed(0, 400, true);
+    feed(400, 40, false);
+    h.down(frames.final('Hello.', 460, { speechFinal: true }));
+    expect(h.downOf('user.turn').map((f) => f.turn.text)).toEqual(['Hello.']);
+    // Deepgram's UtteranceEnd comes after the final, and a stray interim.
+    h.down(frames.utteranceEnd(1500));
+    h.down(frames.interim('hello', 1600));
+    // Next utterance: a final without speechFinal, then a short pause between sentences.
+    feed(2000, 600, true);
+    h.down(frames.final('I want to book', 2590));
+    feed(2600, 100, false);
+    expect(h.downOf('user.turn')).toHaveLength(1);
+    feed(2700, 400, true);
+    feed(3100, 500, false);
+    h.down(frames.final('a table for two.', 3300));
+    feed(3600, 20, false);
+    expect(h.downOf('user.turn').map((f) => f.turn.text)).toEqual(['Hello.', 'I want to book a table for two.']);
+    // Noise with no transcript after a stray interim: no turn made of the stale words.
+    h.down(frames.interim('two', 4000));
+    feed(5000, 300, true);
+    feed(5300, 2000, false);
+    expect(h.downOf('user.turn')).toHaveLength(2);
+  });
+});
+
 describe('TurnDetector: barge-in', () => {
   it('interrupts at medium on the first meaningful word once 100 ms of speech were heard over the audible agent', () => {
     const { h, feed } = setup();
