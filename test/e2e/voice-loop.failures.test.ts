@@ -11,7 +11,7 @@ import type { Json, Platform } from './platform.js';
 // A short first message keeps each call (real-time audio) brief.
 const FIRST = 'Harbour Bistro, how can I help?';
 const APOLOGY = 'I am sorry, I am having technical difficulties. Please call back later. Goodbye.';
-const LINES = { book: 'Hi, I would like to book a table for two tonight.' };
+const LINES = { book: 'Hi, I would like to book a table for two tonight.', hours: 'What are your opening hours?' };
 const REPLIES = { book: 'Of course. What time would you like to come?' };
 
 let p: Platform;
@@ -175,6 +175,48 @@ describe('STT failing on a phone call', () => {
     expect(events.at(-1)).toMatchObject({ type: 'SessionEnded', data: { endReason: 'error' } });
     await expectNoCallLeft();
   });
+});
+
+// The turn detector waits silenceDurationMs + utteranceEndMs (500 + 1000) for the STT's final
+// after the caller stops, on the session clock. A final later than that (a slow STT, or a
+// gateway behind under overload) must still get the caller answered, once per utterance.
+describe('a slow STT on a phone call', () => {
+  const words = (text: string) => text.toLowerCase().replace(/[^a-z' ]/g, '').split(' ').filter(Boolean);
+
+  it('answers the interim words when every STT message is 2 s late, and the late final neither repeats the turn nor leaks into the next', async () => {
+    p.providers.simulators.deepgram!.setFaults({ firstResultDelayMs: 2000 });
+    const { call, callSid } = await dial([LINES.book, LINES.hours]);
+    const timings = await script(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }, { say: LINES.hours }, { expectAgent: true }]);
+    await call.hangup();
+
+    expect(timings.map((t) => t.latencyMs !== null)).toEqual([true, true]);
+    const { conv, said } = await outcome(callSid);
+    expect(conv).toMatchObject({ status: 'completed', endReason: 'user_ended' });
+    // One user turn per line, each the start of what was said (the interim words that were in).
+    const users = said.filter((m) => m.startsWith('user: ')).map((m) => m.slice('user: '.length));
+    expect(users).toHaveLength(2);
+    for (const [i, line] of [LINES.book, LINES.hours].entries()) {
+      const heard = words(users[i]!);
+      expect(heard.length, users[i]).toBeGreaterThan(0);
+      expect(words(line).slice(0, heard.length), users[i]).toEqual(heard);
+    }
+    expect(said).toHaveLength(5); // first message, then a reply to each turn
+    await expectNoCallLeft();
+  }, 60_000);
+
+  it('answers the final when the STT sent nothing before the deadline (every message 5 s late)', async () => {
+    p.providers.simulators.deepgram!.setFaults({ firstResultDelayMs: 5000 });
+    const { call, callSid } = await dial([LINES.book]);
+    const timings = await script(call, [{ expectAgent: true }, { say: LINES.book }, { expectAgent: true }]);
+    await call.hangup();
+
+    // Speech end → the final (~5.3 s later) → the reply.
+    expect(timings[0]?.latencyMs).toBeGreaterThan(5000);
+    const { conv, said } = await outcome(callSid);
+    expect(conv).toMatchObject({ status: 'completed', endReason: 'user_ended' });
+    expect(said).toEqual([`agent: ${FIRST}`, `user: ${LINES.book}`, `agent: ${REPLIES.book}`]);
+    await expectNoCallLeft();
+  }, 60_000);
 });
 
 describe('TTS stalling on a phone call', () => {
