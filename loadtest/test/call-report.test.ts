@@ -19,7 +19,7 @@ function samples(activeCalls: number, cpuPercent: number, rssMb: number): Proces
 function gatewayRun(): TargetRun {
   return {
     target: 'gateway',
-    calls: { planned: 200, connected: 200, completed: 200, failed: 0, dropped: 0 },
+    calls: { planned: 200, connected: 200, completed: 200, failed: 0, dropped: 0, refused: 0 },
     failures: [],
     peakConcurrentCalls: 200,
     turnLatency: measured(640, 910, 1080, 1320, [200, 400, 600, 800, 1000, 1500], [0, 12, 410, 380, 150, 48, 0]),
@@ -76,7 +76,7 @@ function fixture(): CallBenchReport {
   return {
     kind: 'call-bench',
     startedAt: '2026-11-21T18:00:00.000Z',
-    settings: { calls: 200, rampSec: 10, steadySec: 30, workers: 2, sttLatencyMs: 0, relay: true, pipelineThreads: 1, script: ['Hi, a table for two tonight?', 'Eight o’clock & by the window', '(barge-in) Actually, make it four'] },
+    settings: { calls: 200, rampSec: 10, steadySec: 30, workers: 2, sttLatencyMs: 0, relay: true, pipelineThreads: 1, admission: { maxCalls: 0, overloadLagMs: 500 }, script: ['Hi, a table for two tonight?', 'Eight o’clock & by the window', '(barge-in) Actually, make it four'] },
     machine: { cpus: 2, cpuModel: 'Test CPU @ 2.0GHz', node: 'v20.19.0', platform: 'linux', arch: 'x64' },
     gateway: gatewayRun(),
     relay: relayRun(),
@@ -136,6 +136,14 @@ describe('checkTargets', () => {
     });
     expect(check(one, 'failed calls')).toEqual({ name: 'failed calls', limit: '= 0', measured: '1 failed (1 of them dropped) of 200', pass: false });
     expect(check(withEdit((r) => (r.gateway.calls.failed = 1)), 'failed calls').pass).toBe(false);
+  });
+
+  it('counts calls the gateway refused with 503 as failed, and says how many', () => {
+    const refused = withEdit((r) => {
+      r.gateway.calls = { planned: 230, connected: 200, completed: 199, failed: 31, dropped: 0, refused: 30 };
+    });
+    expect(check(refused, 'failed calls')).toEqual({ name: 'failed calls', limit: '= 0', measured: '31 failed (0 of them dropped, 30 refused with 503) of 230', pass: false });
+    expect(formatCallTable(refused)).toMatch(/refused[\s\S]*gateway +230 +200 +199 +31 +0 +30 /);
   });
 
   it('fails on one late frame at the callers or at the gateway pacer', () => {

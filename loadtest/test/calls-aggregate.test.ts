@@ -120,19 +120,22 @@ describe('target run', () => {
     const records = [
       record({ callSid: 'CA1', turnLatenciesMs: [600, 700], bargeInReactionMs: 140, framesReceived: 4, frameGapsMs: [0, 20, 45], steadyFrameGapsMs: [20, 45] }),
       record({ callSid: 'CA2', dialledAt: T0 - 250, turnLatenciesMs: [800], bargeInReactionMs: null, framesReceived: 2, frameGapsMs: [19], steadyFrameGapsMs: [] }),
-      record({ callSid: 'CA3', connectedAt: null, completed: false, failure: { callSid: 'CA3', kind: 'connect', message: 'HTTP 503' } }),
+      record({ callSid: 'CA3', connectedAt: null, completed: false, failure: { callSid: 'CA3', kind: 'refused', message: 'HTTP 503' } }),
       record({ callSid: 'CA4', completed: false, failure: { callSid: 'CA4', kind: 'dropped', message: 'closed' } }),
+      record({ callSid: 'CA5', connectedAt: null, completed: false, failure: { callSid: 'CA5', kind: 'connect', message: 'timed out' } }),
     ];
     const ends: GatewayCallEnd[] = [
       { callSid: 'CA1', status: 'completed', endReason: 'user_ended', turnMetrics: [turn(600, 10), turn(700, 30)] },
       { callSid: 'CA2', status: 'failed', endReason: 'error', turnMetrics: [turn(800, 20)] },
     ];
     const run: TargetRun = targetRun(base(records, ends));
-    expect(run.calls).toEqual({ planned: 4, connected: 3, completed: 1, failed: 3, dropped: 1 });
+    expect(run.calls).toEqual({ planned: 5, connected: 3, completed: 1, failed: 4, dropped: 1, refused: 1 });
+    // The refused call listed last: under overload there are hundreds, and they would hide the rest.
     expect(run.failures.map((f) => [f.callSid, f.kind])).toEqual([
       ['CA2', 'script'],
-      ['CA3', 'connect'],
       ['CA4', 'dropped'],
+      ['CA5', 'connect'],
+      ['CA3', 'refused'],
     ]);
     // CA1, CA2 and CA4 all span T0 → T0 + 10 s.
     expect(run.peakConcurrentCalls).toBe(3);
@@ -166,7 +169,7 @@ describe('target run', () => {
     // The call spans 0 → 10 s; CPU rises 1200 ms over 12 s, so 1.0 CPU-s over 10 call-s = 0.1.
     // The relay at 0.04: ratio 2.5; capacity floor(2 × 0.6 / 0.1) = 12.
     const relay: TargetRun = { ...gw, target: 'relay', process: { ...gw.process, cpuPerCallSecond: 0.04 } };
-    const report = buildCallReport({ startedAt: new Date(T0), settings: { calls: 1, rampSec: 1, steadySec: 2, workers: 1, sttLatencyMs: 0, relay: true, pipelineThreads: 1, script: [] }, machine: { cpus: 2, cpuModel: 'x', node: 'v20', platform: 'linux', arch: 'x64' }, cores: 2, gateway: gw, relay });
+    const report = buildCallReport({ startedAt: new Date(T0), settings: { calls: 1, rampSec: 1, steadySec: 2, workers: 1, sttLatencyMs: 0, relay: true, pipelineThreads: 1, admission: null, script: [] }, machine: { cpus: 2, cpuModel: 'x', node: 'v20', platform: 'linux', arch: 'x64' }, cores: 2, gateway: gw, relay });
     expect(gw.process.cpuPerCallSecond).toBeCloseTo(0.1, 9);
     expect(report.cpuRatioToRelay).toBeCloseTo(2.5, 9);
     expect(report.capacity).toEqual({ cores: 2, cpuBudgetPercent: 60, calls: 12 });

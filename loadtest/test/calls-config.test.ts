@@ -18,13 +18,16 @@ describe('pnpm bench:calls options', () => {
     expect(c).toMatchObject({ calls: 50, rampSec: 10, steadySec: 30, workers: 2, relay: true, sttLatencyMs: 0 });
     expect(c.outDir).toMatch(/loadtest\/results\/?$/);
     expect(c.cpuProfDir).toBeNull();
-    // The gateway's own PIPELINE_THREADS default applies.
+    // The gateway's own PIPELINE_THREADS and admission defaults apply, and it logs nothing.
     expect(c.pipelineThreads).toBeNull();
+    expect(c.maxCalls).toBeNull();
+    expect(c.overloadLagMs).toBeNull();
+    expect(c.gatewayLogFile).toBeNull();
   });
 
   it('reads every option, through a bare -- from pnpm', () => {
-    const c = loadCallBenchConfig(['--', '--calls', '200', '--ramp-sec', '20', '--steady-sec', '60', '--workers', '3', '--no-relay', '--stt-latency-ms', '150', '--out', '/tmp/x', '--cpu-prof', '/tmp/prof', '--pipeline-threads', '0']);
-    expect(c).toEqual({ calls: 200, rampSec: 20, steadySec: 60, workers: 3, relay: false, sttLatencyMs: 150, outDir: '/tmp/x', cpuProfDir: '/tmp/prof', pipelineThreads: 0 });
+    const c = loadCallBenchConfig(['--', '--calls', '200', '--ramp-sec', '20', '--steady-sec', '60', '--workers', '3', '--no-relay', '--stt-latency-ms', '150', '--out', '/tmp/x', '--cpu-prof', '/tmp/prof', '--pipeline-threads', '0', '--max-calls', '150', '--overload-lag-ms', '0', '--gateway-log', '/tmp/gw.log']);
+    expect(c).toEqual({ calls: 200, rampSec: 20, steadySec: 60, workers: 3, relay: false, sttLatencyMs: 150, outDir: '/tmp/x', cpuProfDir: '/tmp/prof', pipelineThreads: 0, maxCalls: 150, overloadLagMs: 0, gatewayLogFile: '/tmp/gw.log' });
     expect(loadCallBenchConfig(['--pipeline-threads', '4']).pipelineThreads).toBe(4);
   });
 
@@ -33,9 +36,9 @@ describe('pnpm bench:calls options', () => {
   });
 
   it('lists every bad value at once, naming the option', () => {
-    const p = problems(['--calls', '0', '--ramp-sec=-1', '--steady-sec', '1.5', '--workers', 'two', '--stt-latency-ms', '99999', '--out', ' ', '--cpu-prof', '', '--pipeline-threads', '17']);
-    expect(p).toHaveLength(8);
-    for (const name of ['--calls', '--ramp-sec', '--steady-sec', '--workers', '--stt-latency-ms', '--out', '--cpu-prof', '--pipeline-threads']) expect(p.some((x) => x.startsWith(`${name}:`)), name).toBe(true);
+    const p = problems(['--calls', '0', '--ramp-sec=-1', '--steady-sec', '1.5', '--workers', 'two', '--stt-latency-ms', '99999', '--out', ' ', '--cpu-prof', '', '--pipeline-threads', '17', '--max-calls=-1', '--overload-lag-ms', '60001', '--gateway-log', ' ']);
+    expect(p).toHaveLength(11);
+    for (const name of ['--calls', '--ramp-sec', '--steady-sec', '--workers', '--stt-latency-ms', '--out', '--cpu-prof', '--pipeline-threads', '--max-calls', '--overload-lag-ms', '--gateway-log']) expect(p.some((x) => x.startsWith(`${name}:`)), name).toBe(true);
   });
 
   it('refuses unknown options and stray arguments', () => {

@@ -108,4 +108,27 @@ describe('pnpm bench:calls', () => {
     expect(page).toMatch(/^<!doctype html>/i);
     expect(page).toContain('<svg');
   });
+
+  it('passes --max-calls to the gateway, which refuses the third call with 503, and writes its log to --gateway-log', { timeout: 180_000 }, async () => {
+    const dir = mkdtempSync(join(outDir, 'capped-'));
+    const logFile = join(dir, 'gateway.log');
+    const { code, stdout, stderr } = await run(['--calls', '3', '--ramp-sec', '1', '--steady-sec', '3', '--workers', '1', '--no-relay', '--max-calls', '2', '--gateway-log', logFile, '--out', dir]);
+    expect(code, stderr).toBe(1);
+    expect(stderr).toContain('GATEWAY_MAX_CALLS 2, GATEWAY_OVERLOAD_LAG_MS 500'); // the progress line
+    const json = readdirSync(dir).find((f) => /^calls-.*\.json$/.test(f));
+    const report = JSON.parse(readFileSync(join(dir, json!), 'utf8')) as CallBenchReport;
+    expect(report.settings.admission).toEqual({ maxCalls: 2, overloadLagMs: 500 });
+    const gw = report.gateway;
+    // Two calls at a time were taken and ran their script; every refused dial was counted as such.
+    expect(gw.peakConcurrentCalls).toBe(2);
+    expect(gw.calls.refused).toBeGreaterThan(0);
+    expect(gw.calls.failed).toBe(gw.calls.refused);
+    expect(gw.calls.completed).toBe(gw.calls.connected);
+    expect(gw.failures.every((f) => f.kind === 'refused' && f.message.includes('HTTP 503'))).toBe(true);
+    expect(stdout).toMatch(new RegExp(`failed calls += 0 +${gw.calls.failed} failed \\(0 of them dropped, ${gw.calls.refused} refused with 503\\)`));
+    // The gateway's own lines: each refusal with its reason, and the calls it took.
+    const lines = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg?: string; reason?: string });
+    expect(lines.filter((l) => l.reason === 'at-capacity' && l.msg === 'media stream refused: gateway at capacity')).toHaveLength(gw.calls.refused);
+    expect(lines.filter((l) => l.msg === 'call started')).toHaveLength(gw.calls.connected);
+  });
 });

@@ -1,8 +1,8 @@
 /**
  * Whether the gateway takes one more call (#5). Overload must cost new calls, not the calls
- * already running: on a starved machine a pipeline thread fell seconds behind and most of its
- * calls failed mid-conversation ("the agent did not speak within 15000 ms"), where refusing
- * the next calls would have kept them. Two rules, each off at 0:
+ * already running: a pipeline thread seconds behind answers every one of its calls seconds
+ * late (and, before the turn detector took late transcripts, dropped some of their turns),
+ * where refusing the next calls keeps them responsive. Two rules, each off at 0:
  *
  * - **at capacity**: the gateway carries `maxCalls` streams (started or still handshaking);
  * - **overloaded**: a pipeline thread, or the gateway's own event loop, was more than
@@ -19,6 +19,9 @@ import type { Logger } from 'pino';
 
 /** Seconds a refused carrier (the 503 at its upgrade) and a load balancer (`/readyz`) are told to wait: `Retry-After`. */
 export const REFUSED_RETRY_AFTER_S = 5;
+
+/** `GATEWAY_OVERLOAD_LAG_MS` when unset (the README gives the overload runs that chose it). */
+export const DEFAULT_OVERLOAD_LAG_MS = 500;
 
 /** Why a new call is refused. */
 export type AdmissionRefusal = { reason: 'at-capacity'; calls: number; maxCalls: number } | { reason: 'overloaded'; lagMs: number; overloadLagMs: number };

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { OBJECT_STORE_ENV_VARS, ObjectStoreConfigError, objectStoreConfigFromEnv } from '@vap/shared';
 import type { ObjectStoreConfig } from '@vap/shared';
+import { DEFAULT_OVERLOAD_LAG_MS } from './admission.js';
 
 const optionalText = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
 const optionalUrl = z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined));
@@ -46,7 +47,7 @@ export const gatewayConfigSchema = z.object({
   // A pipeline thread (or the gateway's own event loop) this far behind, ms, makes the gateway
   // refuse new calls until the lag is back under half of it: overload then costs new calls,
   // not the running ones. 0: never refuse for lag.
-  GATEWAY_OVERLOAD_LAG_MS: z.coerce.number().int().min(0).max(60_000).default(500),
+  GATEWAY_OVERLOAD_LAG_MS: z.coerce.number().int().min(0).max(60_000).default(DEFAULT_OVERLOAD_LAG_MS),
   // Bearer token GET /metrics requires (shared with the control plane). Unset: /metrics is public like /healthz.
   METRICS_TOKEN: optionalText,
   // The recording store, read by objectStoreConfigFromEnv (shared with the control plane).
@@ -86,7 +87,7 @@ export interface GatewayConfig {
   metricsToken?: string | undefined;
   /** Streams carried at most (`admission.ts`); 0: no limit. */
   maxCalls?: number;
-  /** Lag, ms, past which new calls are refused; 0: never. Default (absent) 500. */
+  /** Lag, ms, past which new calls are refused; 0: never. Absent: {@link DEFAULT_OVERLOAD_LAG_MS}. */
   overloadLagMs?: number;
 }
 

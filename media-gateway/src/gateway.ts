@@ -5,7 +5,7 @@ import { PROMETHEUS_CONTENT_TYPE, SUBJECTS, createObjectStore, metricsExposition
 import type { Bus, BusSubscription, ObjectStore } from '@vap/shared';
 import { startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
-import { Admission, REFUSED_RETRY_AFTER_S } from './admission.js';
+import { Admission, DEFAULT_OVERLOAD_LAG_MS, REFUSED_RETRY_AFTER_S } from './admission.js';
 import type { CallLeg } from './call-leg.js';
 import { CallSessions } from './call-sessions.js';
 import type { GatewayConfig } from './config.js';
@@ -97,7 +97,7 @@ export async function startMediaGateway(
   // New calls are refused at capacity or while the pipelines lag (admission.ts).
   const admission = new Admission({
     maxCalls: config.maxCalls ?? 0,
-    overloadLagMs: config.overloadLagMs ?? 500,
+    overloadLagMs: config.overloadLagMs ?? DEFAULT_OVERLOAD_LAG_MS,
     calls: () => endpoints.reduce((n, e) => n + e.activeLegs + e.pendingLegs, 0),
     ...(pipelines ? { threadLagMs: () => pipelines.probeLagMs() } : {}),
     logger: deps.logger,

@@ -132,7 +132,7 @@ export function failureOf(record: CallRecord, end: GatewayCallEnd | undefined): 
   return null;
 }
 
-/** One target's {@link TargetRun}. `calls.failed` counts every call with a failure, dropped ones included. */
+/** One target's {@link TargetRun}. `calls.failed` counts every call with a failure, dropped and refused ones included. */
 export function targetRun(input: TargetInput): TargetRun {
   const { records, gatewayEnds } = input;
   const isGateway = input.target === 'gateway';
@@ -156,8 +156,10 @@ export function targetRun(input: TargetInput): TargetRun {
       completed: records.filter((r) => r.completed && failureOf(r, gatewayEnds.get(r.callSid)) === null).length,
       failed: failures.length,
       dropped: failures.filter((f) => f.kind === 'dropped').length,
+      refused: failures.filter((f) => f.kind === 'refused').length,
     },
-    failures: failures.slice(0, MAX_LISTED_FAILURES),
+    // Under overload the refusals come by the hundred: the calls that failed once taken go first.
+    failures: [...failures.filter((f) => f.kind !== 'refused'), ...failures.filter((f) => f.kind === 'refused')].slice(0, MAX_LISTED_FAILURES),
     peakConcurrentCalls: peakOverlap(connected.map((r) => ({ from: r.connectedAt!, to: r.endedAt }))),
     turnLatency: measuredOf(
       records.flatMap((r) => r.turnLatenciesMs),

@@ -1,7 +1,8 @@
 /**
  * `pnpm bench:calls [-- --calls 200 --ramp-sec 20 --steady-sec 60 --workers 2 --no-relay
- * --stt-latency-ms 0 --out <dir> --pipeline-threads <n>]`: N simulated Twilio callers against a media gateway on
- * the sandbox providers, then the same callers against a bare WebSocket relay.
+ * --stt-latency-ms 0 --out <dir> --pipeline-threads <n> --max-calls <n> --overload-lag-ms <ms> --gateway-log <file>]`
+ * (`call-config.ts`): N simulated Twilio callers against a media gateway on the sandbox providers, then the
+ * same callers against a bare WebSocket relay.
  *
  * Processes: the provider simulators; the server under test (a fresh gateway, then a fresh
  * relay); `--workers` caller processes sharing the calls. Calls start evenly over the ramp,
@@ -26,7 +27,7 @@ import { checkTargets, formatCallTable, renderCallReportHtml } from './call-repo
 import type { GeneratorFigures, TargetRun } from './call-results.js';
 import { scriptForReport } from './call-script.js';
 import { Child } from './child.js';
-import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
+import type { CallRecord, GatewayAdmission, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
 import { epochNow } from './process-sampler.js';
 import { gatewayCpuSplit, pipelineThreadFigures } from './thread-figures.js';
 import type { TimedScrape } from './thread-figures.js';
@@ -80,7 +81,7 @@ async function scrape(url: string | null): Promise<{ lateFrames: number; activeC
   };
 }
 
-async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null }> {
+async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null; admission: GatewayAdmission | null }> {
   // The caller processes and the server start side by side: each takes seconds to load.
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
@@ -98,7 +99,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   // Awaited below; until then a rejection must not count as unhandled.
   for (const p of [workersReady, serverReady, providers]) p.catch(() => {});
   const sims = await providers;
-  server.send({ kind: 'start', target, providers: target === 'gateway' ? sims : null, sampleIntervalMs: SAMPLE_INTERVAL_MS, pipelineThreads: config.pipelineThreads });
+  server.send({ kind: 'start', target, providers: target === 'gateway' ? sims : null, sampleIntervalMs: SAMPLE_INTERVAL_MS, pipelineThreads: config.pipelineThreads, maxCalls: config.maxCalls, overloadLagMs: config.overloadLagMs, logFile: config.gatewayLogFile });
   const ready = await serverReady;
   const before = await scrape(ready.metricsUrl);
   await workersReady;
@@ -134,7 +135,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
       generator[i] = { cpuPercent: m.cpuPercent, loopDelayP99Ms: m.loopDelayP99Ms };
     });
   });
-  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s${ready.pipelineThreads === null ? '' : `, pipeline threads ${ready.pipelineThreads}`}`);
+  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s${ready.pipelineThreads === null ? '' : `, pipeline threads ${ready.pipelineThreads}`}${ready.admission === null ? '' : `, GATEWAY_MAX_CALLS ${ready.admission.maxCalls}, GATEWAY_OVERLOAD_LAG_MS ${ready.admission.overloadLagMs}`}`);
   const ticker = setInterval(() => {
     const last = samples.at(-1);
     const failed = records.filter((r) => r.failure).length;
@@ -183,7 +184,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     const end = gatewayEnds.get(r.callSid);
     return JSON.stringify({ target, ...r, frameGapsMs: undefined, steadyFrameGapsMs: undefined, gateway: end ? { status: end.status, endReason: end.endReason, turnMetrics: end.turnMetrics } : null });
   });
-  return { run, records, lines, pipelineThreads: ready.pipelineThreads };
+  return { run, records, lines, pipelineThreads: ready.pipelineThreads, admission: ready.admission };
 }
 
 async function simsUsage(sims: Child<ToSims, SimsMessage>): Promise<Extract<SimsMessage, { kind: 'usage' }>> {
@@ -214,7 +215,7 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
 
   const base = buildCallReport({
     startedAt,
-    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, pipelineThreads: gateway.pipelineThreads, script: scriptForReport() },
+    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, pipelineThreads: gateway.pipelineThreads, admission: gateway.admission, script: scriptForReport() },
     machine: machineInfo(),
     cores: os.availableParallelism(),
     gateway: gateway.run,

@@ -25,9 +25,14 @@ export interface CallBenchConfig {
   cpuProfDir: string | null;
   /** The gateway's pipeline threads (`--pipeline-threads`, its `PIPELINE_THREADS`); null: the gateway's default. */
   pipelineThreads: number | null;
+  /** The gateway's admission limits (`--max-calls`, `--overload-lag-ms`: its `GATEWAY_MAX_CALLS`, `GATEWAY_OVERLOAD_LAG_MS`); null: its defaults. */
+  maxCalls: number | null;
+  overloadLagMs: number | null;
+  /** The gateway's log, at debug level, goes to this file (`--gateway-log <file>`); null: no log. */
+  gatewayLogFile: string | null;
 }
 
-export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--pipeline-threads <n>]';
+export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--pipeline-threads <n>] [--max-calls <n>] [--overload-lag-ms <ms>] [--gateway-log <file>]';
 
 /** Bounds keep a run bounded in count and time (two targets of at most ramp + steady + a call's drain each). */
 export const CALL_BENCH_LIMITS = { calls: 1000, rampSec: 300, steadySec: 600, workers: 16, sttLatencyMs: 5000 } as const;
@@ -48,7 +53,7 @@ function intIn(raw: string | undefined, name: string, def: number, min: number, 
 export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): CallBenchConfig {
   // `pnpm bench:calls -- --calls 5` may hand a bare `--` through.
   const args = argv.filter((a) => a !== '--');
-  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string; 'cpu-prof'?: string; 'pipeline-threads'?: string };
+  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string; 'cpu-prof'?: string; 'pipeline-threads'?: string; 'max-calls'?: string; 'overload-lag-ms'?: string; 'gateway-log'?: string };
   try {
     ({ values } = parseArgs({
       args,
@@ -62,6 +67,9 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
         out: { type: 'string' },
         'cpu-prof': { type: 'string' },
         'pipeline-threads': { type: 'string' },
+        'max-calls': { type: 'string' },
+        'overload-lag-ms': { type: 'string' },
+        'gateway-log': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -77,8 +85,12 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
   const workers = intIn(values.workers, '--workers', 2, 1, L.workers, problems);
   const sttLatencyMs = intIn(values['stt-latency-ms'], '--stt-latency-ms', 0, 0, L.sttLatencyMs, problems);
   const pipelineThreads = values['pipeline-threads'] === undefined ? null : intIn(values['pipeline-threads'], '--pipeline-threads', 0, 0, 16, problems);
+  // The gateway's own bounds (media-gateway config.ts); 0 switches the rule off, as there.
+  const maxCalls = values['max-calls'] === undefined ? null : intIn(values['max-calls'], '--max-calls', 0, 0, 1_000_000, problems);
+  const overloadLagMs = values['overload-lag-ms'] === undefined ? null : intIn(values['overload-lag-ms'], '--overload-lag-ms', 0, 0, 60_000, problems);
   if (values.out !== undefined && values.out.trim() === '') problems.push('--out: must be a directory path');
+  if (values['gateway-log'] !== undefined && values['gateway-log'].trim() === '') problems.push('--gateway-log: must be a file path');
   if (values['cpu-prof'] !== undefined && values['cpu-prof'].trim() === '') problems.push('--cpu-prof: must be a directory path');
   if (problems.length > 0) throw new BenchConfigError(problems);
-  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR, cpuProfDir: values['cpu-prof'] ?? null, pipelineThreads });
+  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR, cpuProfDir: values['cpu-prof'] ?? null, pipelineThreads, maxCalls, overloadLagMs, gatewayLogFile: values['gateway-log'] ?? null });
 }

@@ -55,7 +55,7 @@ export function checkTargets(report: CallBenchReport): TargetCheck[] {
   }
   const capacity = report.capacity;
   return [
-    zero('failed calls', calls.failed, `${calls.failed} failed (${calls.dropped} of them dropped) of ${calls.planned}`),
+    zero('failed calls', calls.failed, `${calls.failed} failed (${calls.dropped} of them dropped${calls.refused > 0 ? `, ${calls.refused} refused with 503` : ''}) of ${calls.planned}`),
     zero('late frames at the callers (gap > 40 ms)', g.framePacing.lateFramesAtCallers),
     zero('late frames at the gateway pacer', g.framePacing.lateFramesAtGateway),
     atMost('outbound pacing jitter p99 (steady state)', g.framePacing.jitter.p99, CALL_TARGETS.jitterP99Ms, 'ms', 2),
@@ -122,8 +122,8 @@ export function formatCallTable(report: CallBenchReport): string {
   const parts: string[] = [];
   parts.push(
     textTable(
-      ['calls', 'planned', 'connected', 'completed', 'failed', 'dropped', 'peak concurrent', 'duration s'],
-      runs(report).map((run) => [run.target, ...[run.calls.planned, run.calls.connected, run.calls.completed, run.calls.failed, run.calls.dropped, run.peakConcurrentCalls].map(String), fixed(run.durationSec, 1)]),
+      ['calls', 'planned', 'connected', 'completed', 'failed', 'dropped', 'refused', 'peak concurrent', 'duration s'],
+      runs(report).map((run) => [run.target, ...[run.calls.planned, run.calls.connected, run.calls.completed, run.calls.failed, run.calls.dropped, run.calls.refused, run.peakConcurrentCalls].map(String), fixed(run.durationSec, 1)]),
     ),
   );
   const latencyRows = [distRow('turn latency (speech end → agent audio)', g.turnLatency), distRow('barge-in reaction (onset → clear)', g.bargeInReaction)];

@@ -47,8 +47,12 @@ export interface StageBreakdown {
 /** A call that did not complete its script. */
 export interface CallFailure {
   callSid: string;
-  /** `connect` (upgrade refused or timed out), `script` (a step timed out or the agent never answered), `dropped` (the socket closed before the script ended), `protocol` (a message Twilio would reject). */
-  kind: 'connect' | 'script' | 'dropped' | 'protocol';
+  /**
+   * `refused` (the upgrade was answered 503: the gateway's admission turned the call away), `connect` (any other
+   * refusal, or a timeout), `script` (a step timed out or the agent never answered), `dropped` (the socket closed
+   * before the script ended), `protocol` (a message Twilio would reject).
+   */
+  kind: 'refused' | 'connect' | 'script' | 'dropped' | 'protocol';
   message: string;
 }
 
@@ -107,8 +111,9 @@ export interface FramePacing {
 /** One target (gateway or relay) driven by the same callers. */
 export interface TargetRun {
   target: 'gateway' | 'relay';
-  calls: { planned: number; connected: number; completed: number; failed: number; dropped: number };
-  /** The first failures (at most 20), for the report. */
+  /** `failed` counts every failure; `dropped` and `refused` are among them. */
+  calls: { planned: number; connected: number; completed: number; failed: number; dropped: number; refused: number };
+  /** The first failures (at most 20), for the report: those of calls that connected first, then the refused ones. */
   failures: CallFailure[];
   /** Concurrent calls actually reached (peak of active calls seen by the callers). */
   peakConcurrentCalls: number;
@@ -190,6 +195,8 @@ export interface CallBenchSettings {
   relay: boolean;
   /** The gateway's pipeline threads as it ran (`PIPELINE_THREADS`, `--pipeline-threads`); 0: pipelines on its event loop. */
   pipelineThreads: number | null;
+  /** The gateway's admission limits as it ran (`--max-calls`, `--overload-lag-ms`; 0: that rule off). */
+  admission: { maxCalls: number; overloadLagMs: number } | null;
   /** What each caller says, in order (the barge-in line marked). */
   script: string[];
 }

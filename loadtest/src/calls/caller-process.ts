@@ -5,7 +5,7 @@
  * failures) and, at the end, what the process itself cost (CPU, event-loop delay), so the
  * report shows whether the generator kept up.
  */
-import { TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-gateway/simulators';
+import { StreamRefusedError, TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-gateway/simulators';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
 import type { CallFailure } from './call-results.js';
 import { AGENT_QUIET_MS, CALLER_LINES, CALL_STEP_GROUPS } from './call-script.js';
@@ -75,7 +75,7 @@ async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
   } catch (err) {
     rec.endedAt = epochNow();
     const at = ((dialledAt - run.runStartAt) / 1000).toFixed(1);
-    rec.failure = failure(callSid, 'connect', `${err instanceof Error ? err.message : String(err)} (dialled ${at} s into the run, gave up after ${((rec.endedAt - dialledAt) / 1000).toFixed(1)} s)`);
+    rec.failure = failure(callSid, err instanceof StreamRefusedError && err.status === 503 ? 'refused' : 'connect', `${err instanceof Error ? err.message : String(err)} (dialled ${at} s into the run, gave up after ${((rec.endedAt - dialledAt) / 1000).toFixed(1)} s)`);
     return rec;
   }
   rec.connectedAt = epochNow();

@@ -4,7 +4,7 @@
  * a deployment would point at real APIs), an in-process bus, and a stand-in control plane
  * answering `callPrepare` for the bench agent. Each call's end record (status, end reason,
  * per-turn latency breakdown) goes to the parent; so does a sample of the process every
- * interval. Logs are silent and nothing is recorded.
+ * interval. Nothing is recorded; logs are silent unless `--gateway-log` names a file.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { InProcessBus, SUBJECTS, agentConfigSchema, newId } from '@vap/shared';
 import type { AgentConfig, Bus, BusSubscription } from '@vap/shared';
-import { loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
+import { DEFAULT_OVERLOAD_LAG_MS, loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
 import type { MediaGateway } from '@vap/media-gateway';
 import { GREET } from './call-script.js';
 import type { ServerStart } from './ipc.js';
@@ -51,7 +51,7 @@ async function start(opts: ServerStart): Promise<BenchServer> {
   const config = loadGatewayConfig({
     GATEWAY_HOST: '127.0.0.1',
     GATEWAY_PORT: '0',
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: opts.logFile === null ? 'silent' : 'debug',
     DATA_DIR: dataDir,
     DEEPGRAM_API_KEY: p.deepgram.apiKey,
     DEEPGRAM_BASE_URL: p.deepgram.url,
@@ -60,6 +60,8 @@ async function start(opts: ServerStart): Promise<BenchServer> {
     ELEVENLABS_API_KEY: p.elevenlabs.apiKey,
     ELEVENLABS_BASE_URL: p.elevenlabs.url,
     ...(opts.pipelineThreads === null ? {} : { PIPELINE_THREADS: String(opts.pipelineThreads) }),
+    ...(opts.maxCalls === null ? {} : { GATEWAY_MAX_CALLS: String(opts.maxCalls) }),
+    ...(opts.overloadLagMs === null ? {} : { GATEWAY_OVERLOAD_LAG_MS: String(opts.overloadLagMs) }),
   });
   const bus = new InProcessBus();
   const agentId = newId('agt');
@@ -74,14 +76,17 @@ async function start(opts: ServerStart): Promise<BenchServer> {
       send({ kind: 'callEnded', call: { callSid, status: payload.status, endReason: payload.endReason, turnMetrics: payload.turnMetrics } });
     }),
   ];
-  const gateway: MediaGateway = await startMediaGateway(config, { bus, logger: pino({ level: 'silent' }) });
+  // Asynchronous writes: a synchronous log would slow the loop it is measuring.
+  const logFile = opts.logFile === null ? null : pino.destination({ dest: opts.logFile, sync: false, mkdir: true });
+  const gateway: MediaGateway = await startMediaGateway(config, { bus, logger: logFile === null ? pino({ level: 'silent' }) : pino({ level: 'debug' }, logFile) });
   return {
-    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId, pipelineThreads: config.pipelineThreads },
+    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId, pipelineThreads: config.pipelineThreads, admission: { maxCalls: config.maxCalls ?? 0, overloadLagMs: config.overloadLagMs ?? DEFAULT_OVERLOAD_LAG_MS } },
     activeCalls: () => gateway.sessions?.activeCalls ?? 0,
     close: async () => {
       await gateway.close();
       await Promise.all(subs.map((s) => s.close()));
       await bus.close();
+      logFile?.flushSync();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

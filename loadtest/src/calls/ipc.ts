@@ -50,6 +50,11 @@ export interface ServerStart {
   sampleIntervalMs: number;
   /** The gateway's `PIPELINE_THREADS`; null: its default. */
   pipelineThreads: number | null;
+  /** The gateway's `GATEWAY_MAX_CALLS` and `GATEWAY_OVERLOAD_LAG_MS`; null: its defaults. */
+  maxCalls: number | null;
+  overloadLagMs: number | null;
+  /** Where the gateway logs (debug level); null: it is silent. */
+  logFile: string | null;
 }
 
 /** The parent tells the server when the steady state runs (epoch ms), for its loop-delay window. */
@@ -73,9 +78,15 @@ export interface GatewayCallEnd {
   turnMetrics: TurnMetrics[];
 }
 
+/** The gateway's admission limits as it runs (0: that rule is off). */
+export interface GatewayAdmission {
+  maxCalls: number;
+  overloadLagMs: number;
+}
+
 export type ServerMessage =
-  /** Listening; `streamUrl` is the Twilio media-stream WebSocket URL, `agentId`/`tenantId` what the stream's custom parameters must carry, `pipelineThreads` the gateway's PIPELINE_THREADS as it runs (null: the relay). */
-  | { kind: 'ready'; streamUrl: string; metricsUrl: string | null; agentId: string; tenantId: string; pipelineThreads: number | null }
+  /** Listening; `streamUrl` is the Twilio media-stream WebSocket URL, `agentId`/`tenantId` what the stream's custom parameters must carry, `pipelineThreads` the gateway's PIPELINE_THREADS and `admission` its limits as it runs (null: the relay). */
+  | { kind: 'ready'; streamUrl: string; metricsUrl: string | null; agentId: string; tenantId: string; pipelineThreads: number | null; admission: GatewayAdmission | null }
   | { kind: 'sample'; sample: RawSample }
   | { kind: 'callEnded'; call: GatewayCallEnd }
   /** After `stop`: the steady-state loop delay, then the process exits. */
