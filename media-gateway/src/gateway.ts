@@ -79,6 +79,9 @@ export async function startMediaGateway(
     mediaStreamClosed,
     lateGapMs,
     ...(pipelines ? { pipelineThreads: () => pipelines.stats() } : {}),
+    // Read when scraped, by which time `admission` (below) exists.
+    acceptingCalls: () => admission.check() === null,
+    ...((config.overloadLagMs ?? DEFAULT_OVERLOAD_LAG_MS) > 0 ? { overloadLagMs: () => admission.lastLagMs } : {}),
   });
   const sessions = deps.onCall
     ? undefined

@@ -68,10 +68,17 @@ export class GatewayMetrics implements CallMetrics {
       lateGapMs: number;
       /** The pipeline threads' figures (absent when sessions run on the gateway's loop, PIPELINE_THREADS=0). */
       pipelineThreads?: () => Promise<PipelineThreadStats[]>;
+      /** Whether a new call would be taken now (`admission.ts`). */
+      acceptingCalls: () => boolean;
+      /** The lag the overload rule last read, ms (absent when the rule is off, GATEWAY_OVERLOAD_LAG_MS=0: nothing reads it). */
+      overloadLagMs?: () => number;
     },
   ) {
     const registers = [this.registry];
     new Gauge({ name: 'vap_active_calls', help: 'Carrier legs (calls) connected to this gateway now', registers, collect() { this.set(source.activeCalls()); } });
+    new Gauge({ name: 'vap_accepting_calls', help: '1 while the gateway takes new calls, 0 while it refuses them (at GATEWAY_MAX_CALLS, or overloaded: see vap_overload_lag_seconds); /readyz answers 503 meanwhile', registers, collect() { this.set(source.acceptingCalls() ? 1 : 0); } });
+    const lag = source.overloadLagMs;
+    if (lag) new Gauge({ name: 'vap_overload_lag_seconds', help: 'How far behind the slowest pipeline thread, or the gateway\'s own event loop, was at the last reading (every 250 ms): over GATEWAY_OVERLOAD_LAG_MS at two readings in a row, new calls are refused', registers, collect() { this.set(lag() / 1000); } });
     this.turnStage = new Histogram({ name: 'vap_turn_stage_seconds', help: 'Agent reply latency by stage: endpointing, stt, retrieval (knowledge base; agents with one only), llm_first_token, llm_first_phrase (first token → first phrase to TTS), tts_first_byte, overhead (ours), total (end of caller speech to first agent audio)', labelNames: ['stage'], buckets: LATENCY_BUCKETS_S, registers });
     this.bargeInReaction = new Histogram({ name: 'vap_barge_in_reaction_seconds', help: 'Caller speech onset to the carrier clear on a barge-in', buckets: BARGE_IN_BUCKETS_S, registers });
     this.falseInterruptions = new Counter({ name: 'vap_false_interruptions_total', help: 'Barge-ins that paused the agent and were not confirmed (cough, backchannel): the agent resumed', registers });

@@ -80,11 +80,13 @@ describe('gateway admission', () => {
     expect(await (await fetch(`${gw.url}/healthz`)).json()).toMatchObject({ status: 'ok', activeCalls: 1, acceptingCalls: false, refusing: 'at-capacity' });
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     expect(metrics).toMatch(/svc_telephony_media_stream_closed\w*\{[^}]*reason="at-capacity"[^}]*\} [1-9]/);
+    expect(metrics).toMatch(/^vap_accepting_calls 0$/m);
 
     await legs[0]!.hangup();
     await vi.waitFor(async () => expect((await fetch(`${gw.url}/readyz`)).status).toBe(200));
     expect(await (await fetch(`${gw.url}/healthz`)).json()).toMatchObject({ activeCalls: 0, acceptingCalls: true });
     expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
+    expect(await (await fetch(`${gw.url}/metrics`)).text()).toMatch(/^vap_accepting_calls 1$/m);
     await dial(streamUrl);
     await vi.waitFor(() => expect(legs).toHaveLength(2));
   });
@@ -106,10 +108,18 @@ describe('gateway admission', () => {
     const ready = await fetch(`${gw.url}/readyz`);
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({ reason: 'overloaded' });
+    // What an SRE graphs and alerts on: the lag read (one stall, ~700 ms, in seconds) and the refusal.
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metrics).toMatch(/^vap_accepting_calls 0$/m);
+    const lag = Number(/^vap_overload_lag_seconds ([\d.e-]+)$/m.exec(metrics)?.[1]);
+    expect(lag).toBeGreaterThan(0.2);
     // The call already running was not touched.
     expect(legs[0]!.ended).toBe(false);
 
     await vi.waitFor(async () => expect((await fetch(`${gw.url}/readyz`)).status).toBe(200), { timeout: 3000, interval: 50 });
+    const caughtUp = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(caughtUp).toMatch(/^vap_accepting_calls 1$/m);
+    expect(Number(/^vap_overload_lag_seconds ([\d.e-]+)$/m.exec(caughtUp)?.[1])).toBeLessThanOrEqual(0.1);
     await dial(streamUrl);
     await vi.waitFor(() => expect(legs).toHaveLength(2));
   });

@@ -8,6 +8,7 @@ import { TaggedCounter } from '../../src/twilio/tagged-counter.js';
 function metrics(pipelineThreads?: () => Promise<PipelineThreadStats[]>): GatewayMetrics {
   return new GatewayMetrics({
     activeCalls: () => 0,
+    acceptingCalls: () => true,
     pacerStats: () => ({ ticks: 0, lateTicks: 0, maxTickLatenessMs: 0, streams: 0 }),
     mediaStreamClosed: new TaggedCounter('svc.telephony.media_stream_closed', 'reason'),
     lateGapMs: 40,
@@ -72,5 +73,38 @@ describe('pipeline-thread metrics', () => {
     const addedMs = Math.round((after - before) * 1000);
     expect(addedMs).toBeGreaterThanOrEqual(300);
     expect(addedMs).toBeLessThanOrEqual(350);
+  });
+});
+
+describe('admission metrics', () => {
+  function admissionMetrics(accepting: () => boolean, overloadLagMs?: () => number): GatewayMetrics {
+    return new GatewayMetrics({
+      activeCalls: () => 0,
+      acceptingCalls: accepting,
+      pacerStats: () => ({ ticks: 0, lateTicks: 0, maxTickLatenessMs: 0, streams: 0 }),
+      mediaStreamClosed: new TaggedCounter('svc.telephony.media_stream_closed', 'reason'),
+      lateGapMs: 40,
+      ...(overloadLagMs ? { overloadLagMs } : {}),
+    });
+  }
+
+  it('show whether calls are taken and the lag the overload rule read, as of each scrape', async () => {
+    let accepting = true;
+    let lagMs = 40;
+    const m = admissionMetrics(() => accepting, () => lagMs);
+    const first = parsePrometheusText(await m.registry.metrics());
+    expect(first.value('vap_accepting_calls')).toBe(1);
+    expect(first.value('vap_overload_lag_seconds')).toBe(0.04);
+    accepting = false;
+    lagMs = 1250;
+    const second = parsePrometheusText(await m.registry.metrics());
+    expect(second.value('vap_accepting_calls')).toBe(0);
+    expect(second.value('vap_overload_lag_seconds')).toBe(1.25);
+  });
+
+  it('has no lag gauge when the overload rule is off (nothing reads the lag)', async () => {
+    const scraped = parsePrometheusText(await admissionMetrics(() => true).registry.metrics());
+    expect(scraped.value('vap_accepting_calls')).toBe(1);
+    expect(scraped.types.has('vap_overload_lag_seconds')).toBe(false);
   });
 });
