@@ -21,6 +21,8 @@ const RELAY_PAUSE_MS = 1500;
 
 /** Pause before redialling after a failed call, ms. */
 const REDIAL_AFTER_FAILURE_MS = 1000;
+/** Caps the wait a refusal's `Retry-After` asks for, so a slot dials again within the run. */
+const MAX_RETRY_AFTER_MS = 30_000;
 
 /** Calls open now, hung up when the parent says stop. */
 const live = new Set<TwilioCallerSimulator>();
@@ -64,7 +66,8 @@ async function monologue(call: TwilioCallerSimulator, clips: Map<string, Uint8Ar
   }
 }
 
-async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint8Array>): Promise<CallRecord> {
+/** One call; `redialAfterMs` is how long this slot waits before its next dial. */
+async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint8Array>): Promise<{ record: CallRecord; redialAfterMs: number }> {
   const callSid = twilioSid('CA');
   const dialledAt = epochNow();
   const rec: CallRecord = { callSid, slot: slot.index, dialledAt, connectedAt: null, endedAt: dialledAt, completed: false, failure: null, turnLatenciesMs: [], framesReceived: 0, frameGapsMs: [], steadyFrameGapsMs: [], protocolErrors: [] };
@@ -75,8 +78,11 @@ async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
   } catch (err) {
     rec.endedAt = epochNow();
     const at = ((dialledAt - run.runStartAt) / 1000).toFixed(1);
-    rec.failure = failure(callSid, err instanceof StreamRefusedError && err.status === 503 ? 'refused' : 'connect', `${err instanceof Error ? err.message : String(err)} (dialled ${at} s into the run, gave up after ${((rec.endedAt - dialledAt) / 1000).toFixed(1)} s)`);
-    return rec;
+    const refused = err instanceof StreamRefusedError && err.status === 503;
+    rec.failure = failure(callSid, refused ? 'refused' : 'connect', `${err instanceof Error ? err.message : String(err)} (dialled ${at} s into the run, gave up after ${((rec.endedAt - dialledAt) / 1000).toFixed(1)} s)`);
+    // A refused call goes elsewhere for the Retry-After the gateway gave (as a load balancer reading /readyz would send it), rather than straight back.
+    const retryAfterMs = refused && err.retryAfterS !== null ? Math.min(err.retryAfterS * 1000, MAX_RETRY_AFTER_MS) : 0;
+    return { record: rec, redialAfterMs: Math.max(REDIAL_AFTER_FAILURE_MS, retryAfterMs) };
   }
   rec.connectedAt = epochNow();
   live.add(call);
@@ -117,16 +123,16 @@ async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
     rec.completed = false;
     rec.failure = failure(callSid, 'protocol', call.protocolErrors[0]!);
   }
-  return rec;
+  return { record: rec, redialAfterMs: rec.failure ? REDIAL_AFTER_FAILURE_MS : 0 };
 }
 
 async function runSlot(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint8Array>): Promise<void> {
   await sleep(slot.startAt - epochNow());
   while (!stopping && epochNow() < run.steadyEndAt) {
-    const record = await oneCall(run, slot, clips);
+    const { record, redialAfterMs } = await oneCall(run, slot, clips);
     send({ kind: 'call', record });
     // A caller whose call failed waits before redialling, as people do, rather than hammering a struggling server.
-    if (record.failure) await sleep(REDIAL_AFTER_FAILURE_MS);
+    if (redialAfterMs > 0) await sleep(Math.min(redialAfterMs, run.steadyEndAt - epochNow()));
   }
 }
 

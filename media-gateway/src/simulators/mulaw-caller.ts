@@ -29,9 +29,12 @@ const MULAW_FRAMING: InboundFraming = { bytes: 160, silence: 0xff };
 const MAX_INBOUND_CATCH_UP = 5;
 const TIMER_TOLERANCE_MS = 2;
 
-/** The upgrade was answered with an HTTP status instead of 101. */
+/** The upgrade was answered with an HTTP status instead of 101 (and, for a 503, the `Retry-After` seconds it gave, else null). */
 export class StreamRefusedError extends Error {
-  constructor(readonly status: number) {
+  constructor(
+    readonly status: number,
+    readonly retryAfterS: number | null = null,
+  ) {
     super(`media stream upgrade refused with HTTP ${status}`);
     this.name = 'StreamRefusedError';
   }
@@ -45,7 +48,8 @@ export async function openCarrierSocket(url: string, headers: Record<string, str
     ws.once('unexpected-response', (req, res) => {
       res.resume();
       req.destroy();
-      reject(new StreamRefusedError(res.statusCode ?? 0));
+      const retryAfter = Number(res.headers['retry-after']);
+      reject(new StreamRefusedError(res.statusCode ?? 0, res.headers['retry-after'] !== undefined && Number.isFinite(retryAfter) ? retryAfter : null));
     });
     ws.once('error', reject);
   });

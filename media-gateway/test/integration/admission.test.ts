@@ -66,7 +66,7 @@ describe('gateway admission', () => {
 
     const refusedBefore = mediaStreamClosed.get('at-capacity');
     expect(await refusedUpgrade(streamUrl)).toEqual({ status: 503, retryAfter: '5' });
-    await expect(dial(streamUrl)).rejects.toEqual(new StreamRefusedError(503));
+    await expect(dial(streamUrl)).rejects.toEqual(new StreamRefusedError(503, 5));
     expect(mediaStreamClosed.get('at-capacity') - refusedBefore).toBe(2);
     expect(legs).toHaveLength(1);
 
