@@ -26,11 +26,20 @@ export const DEFAULT_OVERLOAD_LAG_MS = 500;
 /** Why a new call is refused. */
 export type AdmissionRefusal = { reason: 'at-capacity'; calls: number; maxCalls: number } | { reason: 'overloaded'; lagMs: number; overloadLagMs: number };
 
-export interface AdmissionOptions {
+/** The two limits, each 0 for off. */
+export interface AdmissionLimits {
   /** Streams the gateway carries at most; 0: no limit. */
   maxCalls: number;
   /** Lag, ms, past which the gateway is overloaded; 0: never. */
   overloadLagMs: number;
+}
+
+/** The limits a gateway configuration means, its defaults filled in (`GatewayConfig` leaves them optional). */
+export function admissionLimits(config: { maxCalls?: number | undefined; overloadLagMs?: number | undefined }): AdmissionLimits {
+  return { maxCalls: config.maxCalls ?? 0, overloadLagMs: config.overloadLagMs ?? DEFAULT_OVERLOAD_LAG_MS };
+}
+
+export interface AdmissionOptions extends AdmissionLimits {
   /** Streams carried now, started or handshaking. */
   calls: () => number;
   /** How far behind the slowest pipeline thread is, ms (`PipelineThreads.probeLagMs`); absent: the pipelines run on the gateway's loop. */

@@ -5,7 +5,7 @@ import { PROMETHEUS_CONTENT_TYPE, SUBJECTS, createObjectStore, metricsExposition
 import type { Bus, BusSubscription, ObjectStore } from '@vap/shared';
 import { startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
-import { Admission, DEFAULT_OVERLOAD_LAG_MS, REFUSED_RETRY_AFTER_S } from './admission.js';
+import { Admission, REFUSED_RETRY_AFTER_S, admissionLimits } from './admission.js';
 import type { CallLeg } from './call-leg.js';
 import { CallSessions } from './call-sessions.js';
 import type { GatewayConfig } from './config.js';
@@ -73,6 +73,7 @@ export async function startMediaGateway(
   const encoders = new EncoderPool({ size: config.recordingEncoderWorkers, logger: deps.logger });
   const recordings = new RecordingArchiver({ store: deps.recordingStore ?? createObjectStore(config.recordings), encoders });
   const pipelines = !deps.onCall && config.pipelineThreads > 0 ? new PipelineThreads({ size: config.pipelineThreads, logger: deps.logger }) : undefined;
+  const limits = admissionLimits(config);
   const metrics = new GatewayMetrics({
     activeCalls,
     pacerStats: () => pacer.stats,
@@ -81,7 +82,7 @@ export async function startMediaGateway(
     ...(pipelines ? { pipelineThreads: () => pipelines.stats() } : {}),
     // Read when scraped, by which time `admission` (below) exists.
     acceptingCalls: () => admission.check() === null,
-    ...((config.overloadLagMs ?? DEFAULT_OVERLOAD_LAG_MS) > 0 ? { overloadLagMs: () => admission.lastLagMs } : {}),
+    ...(limits.overloadLagMs > 0 ? { overloadLagMs: () => admission.lastLagMs } : {}),
   });
   const sessions = deps.onCall
     ? undefined
@@ -99,8 +100,7 @@ export async function startMediaGateway(
   const onCall = deps.onCall ?? ((leg: CallLeg) => sessions!.handle(leg));
   // New calls are refused at capacity or while the pipelines lag (admission.ts).
   const admission = new Admission({
-    maxCalls: config.maxCalls ?? 0,
-    overloadLagMs: config.overloadLagMs ?? DEFAULT_OVERLOAD_LAG_MS,
+    ...limits,
     calls: () => endpoints.reduce((n, e) => n + e.activeLegs + e.pendingLegs, 0),
     ...(pipelines ? { threadLagMs: () => pipelines.probeLagMs() } : {}),
     logger: deps.logger,

@@ -15,6 +15,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import type { AdmissionLimits } from '@vap/media-gateway';
 import { parsePrometheusText } from '@vap/shared';
 import { loadOrExit } from '../config.js';
 import { machineInfo } from '../machine-info.js';
@@ -27,7 +28,7 @@ import { checkTargets, formatCallTable, renderCallReportHtml } from './call-repo
 import type { GeneratorFigures, TargetRun } from './call-results.js';
 import { scriptForReport } from './call-script.js';
 import { Child } from './child.js';
-import type { CallRecord, GatewayAdmission, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
+import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
 import { epochNow } from './process-sampler.js';
 import { gatewayCpuSplit, pipelineThreadFigures } from './thread-figures.js';
 import type { TimedScrape } from './thread-figures.js';
@@ -81,7 +82,7 @@ async function scrape(url: string | null): Promise<{ lateFrames: number; activeC
   };
 }
 
-async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null; admission: GatewayAdmission | null }> {
+async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null; admission: AdmissionLimits | null }> {
   // The caller processes and the server start side by side: each takes seconds to load.
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));

@@ -6,6 +6,7 @@
  * Times are milliseconds unless a name says otherwise. A distribution of no samples has
  * `count: 0` and null figures (JSON has no NaN).
  */
+import type { AdmissionLimits } from '@vap/media-gateway';
 import type { MachineInfo } from '../report.js';
 
 /** Percentiles of a set of samples (nearest rank, so each is an observed value). */
@@ -196,7 +197,7 @@ export interface CallBenchSettings {
   /** The gateway's pipeline threads as it ran (`PIPELINE_THREADS`, `--pipeline-threads`); 0: pipelines on its event loop. */
   pipelineThreads: number | null;
   /** The gateway's admission limits as it ran (`--max-calls`, `--overload-lag-ms`; 0: that rule off). */
-  admission: { maxCalls: number; overloadLagMs: number } | null;
+  admission: AdmissionLimits | null;
   /** What each caller says, in order (the barge-in line marked). */
   script: string[];
 }

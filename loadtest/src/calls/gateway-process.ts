@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { InProcessBus, SUBJECTS, agentConfigSchema, newId } from '@vap/shared';
 import type { AgentConfig, Bus, BusSubscription } from '@vap/shared';
-import { DEFAULT_OVERLOAD_LAG_MS, loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
+import { admissionLimits, loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
 import type { MediaGateway } from '@vap/media-gateway';
 import { GREET } from './call-script.js';
 import type { ServerStart } from './ipc.js';
@@ -80,7 +80,7 @@ async function start(opts: ServerStart): Promise<BenchServer> {
   const logFile = opts.logFile === null ? null : pino.destination({ dest: opts.logFile, sync: false, mkdir: true });
   const gateway: MediaGateway = await startMediaGateway(config, { bus, logger: logFile === null ? pino({ level: 'silent' }) : pino({ level: 'debug' }, logFile) });
   return {
-    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId, pipelineThreads: config.pipelineThreads, admission: { maxCalls: config.maxCalls ?? 0, overloadLagMs: config.overloadLagMs ?? DEFAULT_OVERLOAD_LAG_MS } },
+    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId, pipelineThreads: config.pipelineThreads, admission: admissionLimits(config) },
     activeCalls: () => gateway.sessions?.activeCalls ?? 0,
     close: async () => {
       await gateway.close();

@@ -4,6 +4,7 @@
  * Every child is forked with `serialization: 'advanced'` (structured clone), so arrays of
  * numbers cross without JSON.
  */
+import type { AdmissionLimits } from '@vap/media-gateway';
 import type { Payload } from '@vap/shared';
 import type { CallFailure } from './call-results.js';
 import type { LoopDelaySummary, RawSample } from './process-sampler.js';
@@ -78,15 +79,9 @@ export interface GatewayCallEnd {
   turnMetrics: TurnMetrics[];
 }
 
-/** The gateway's admission limits as it runs (0: that rule is off). */
-export interface GatewayAdmission {
-  maxCalls: number;
-  overloadLagMs: number;
-}
-
 export type ServerMessage =
   /** Listening; `streamUrl` is the Twilio media-stream WebSocket URL, `agentId`/`tenantId` what the stream's custom parameters must carry, `pipelineThreads` the gateway's PIPELINE_THREADS and `admission` its limits as it runs (null: the relay). */
-  | { kind: 'ready'; streamUrl: string; metricsUrl: string | null; agentId: string; tenantId: string; pipelineThreads: number | null; admission: GatewayAdmission | null }
+  | { kind: 'ready'; streamUrl: string; metricsUrl: string | null; agentId: string; tenantId: string; pipelineThreads: number | null; admission: AdmissionLimits | null }
   | { kind: 'sample'; sample: RawSample }
   | { kind: 'callEnded'; call: GatewayCallEnd }
   /** After `stop`: the steady-state loop delay, then the process exits. */
