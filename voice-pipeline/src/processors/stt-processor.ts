@@ -15,15 +15,23 @@ export interface SttProcessorOptions {
   bufferMs?: number;
   reconnectDelayMs?: (attempt: number) => number;
   /**
-   * Caller audio is sent to the provider in chunks of this many ms (default 100: five
-   * carrier frames, within the 20-250 ms Deepgram recommends for streaming). Each send is a
-   * WebSocket frame and a socket write, the costliest part of a call for the gateway (a
-   * profile at 100 calls: one fifth of its CPU at one frame per send). `finalize` sends what
-   * is held first, so the end of a turn is not delayed; interim results may come up to
-   * 80 ms later, while barge-in pauses on the local VAD and does not wait for them.
-   * 20 sends every frame on arrival.
+   * While an utterance is open ({@link SttProcessor.setUtteranceOpen}), caller audio is sent
+   * to the provider in chunks of this many ms (default 100: five carrier frames, within the
+   * 20-250 ms Deepgram recommends for streaming). Each send is a WebSocket frame and a socket
+   * write, the costliest part of a call for a pipeline thread (a profile at 200 calls: a fifth
+   * of its CPU in the socket writes of these sends). `finalize` sends what is held first, so
+   * the end of a turn is not delayed; interim results may come up to 80 ms later, while
+   * barge-in pauses on the local VAD and does not wait for them. 20 sends every frame on arrival.
    */
   sendChunkMs?: number;
+  /**
+   * Chunk length while no utterance is open (default 240: twelve carrier frames, still within
+   * Deepgram's 20-250 ms): the line is quiet, or the agent speaks, most of a call, and the STT
+   * needs that audio only to keep its timeline and hear what the local VAD might miss. The
+   * onset of an utterance sends what is held at once, so speech reaches the STT as soon as
+   * the VAD heard it, as with short chunks.
+   */
+  quietChunkMs?: number;
 }
 
 /**
@@ -46,9 +54,12 @@ export class SttProcessor extends Processor {
   private held: Uint8Array[] = [];
   private heldBytes = 0;
   private heldMs = 0;
+  /** The current chunk length: `sendChunkMs` while an utterance is open, else `quietChunkMs`. */
+  private chunkMs: number;
 
   constructor(private readonly opts: SttProcessorOptions) {
     super();
+    this.chunkMs = opts.quietChunkMs ?? 240;
   }
 
   process(frame: Frame, dir: Direction): void {
@@ -59,6 +70,15 @@ export class SttProcessor extends Processor {
     if (frame.kind === 'call.start') void this.connect(frame.at);
     if (frame.kind === 'audio.in') this.sendAudio(frame.mulaw, frame.at);
     this.push(frame);
+  }
+
+  /**
+   * The turn detector's word on the caller: an utterance opened (speech onset: what is held
+   * goes now, then short chunks) or closed (the turn was taken or dropped: long chunks).
+   */
+  setUtteranceOpen(open: boolean): void {
+    this.chunkMs = open ? (this.opts.sendChunkMs ?? 100) : (this.opts.quietChunkMs ?? 240);
+    if (open) this.flushHeld();
   }
 
   /** Asks the provider to finalise what it has heard (end of the caller's turn). */
@@ -73,7 +93,7 @@ export class SttProcessor extends Processor {
       this.held.push(bytes);
       this.heldBytes += bytes.length;
       this.heldMs += ms;
-      if (this.heldMs >= (this.opts.sendChunkMs ?? 100)) this.flushHeld();
+      if (this.heldMs >= this.chunkMs) this.flushHeld();
       return;
     }
     if (this.pending.length === 0) this.streamOriginAt = at;

@@ -17,6 +17,11 @@ export interface TurnDetectorOptions {
   sensitivity: 'low' | 'medium' | 'high';
   /** Asks the STT to finalise now (Deepgram `Finalize`) so the final transcript comes sooner. */
   finalizeStt: () => void;
+  /**
+   * Told when an utterance opens (speech onset) and closes (the turn taken, or the speech
+   * dropped): the STT sends the caller's audio in short chunks only in between (`SttProcessor.setUtteranceOpen`).
+   */
+  utteranceOpen?: (open: boolean) => void;
   vad: FrameVad;
 }
 
@@ -197,6 +202,7 @@ export class TurnDetector extends Processor {
           this.speechOnsetAt = at + FRAME_MS - this.voicedRunMs;
           this.utteranceVoicedMs = this.voicedRunMs;
           this.overlapping = this.audibleTurns.size > 0;
+          this.opts.utteranceOpen?.(true);
         }
         this.state = 'speaking';
         this.push({ kind: 'user.started-speaking', at });
@@ -314,5 +320,6 @@ export class TurnDetector extends Processor {
     this.finalizeRequested = false;
     this.overlapping = false;
     this.lateFinal = lateFinal;
+    this.opts.utteranceOpen?.(false);
   }
 }

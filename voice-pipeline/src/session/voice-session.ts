@@ -147,6 +147,7 @@ export class VoiceSession {
       interruptionEnabled: a.interruption.enabled,
       sensitivity: a.interruption.sensitivity,
       finalizeStt: () => this.stt.finalize(),
+      utteranceOpen: (open) => this.stt.setUtteranceOpen(open),
       vad: opts.vad,
     });
     this.pipeline = new Pipeline(

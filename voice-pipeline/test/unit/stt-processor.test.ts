@@ -8,16 +8,18 @@ function frame(n: number, at: number) {
   return { kind: 'audio.in' as const, mulaw: new Uint8Array(160).fill(n), pcm: new Int16Array(160), at };
 }
 
-async function opened(stt: FakeStt, sendChunkMs?: number) {
+/** An open processor; `utterance` opens an utterance first (the turn detector heard speech), as most tests need. */
+async function opened(stt: FakeStt, sendChunkMs?: number, utterance = true) {
   const proc = new SttProcessor({ provider: stt, stream: { encoding: 'mulaw', sampleRateHz: 8000, interimResults: true, endpointingMs: 300, utteranceEndMs: 1000 }, clock: () => 0, ...(sendChunkMs === undefined ? {} : { sendChunkMs }) });
   const h = new Harness(proc);
   h.down({ kind: 'call.start', at: 0 } as never);
   await new Promise((r) => setTimeout(r, 0));
+  if (utterance) proc.setUtteranceOpen(true);
   return { proc, h, stream: stt.streams[0]! };
 }
 
 describe('SttProcessor sends caller audio in chunks', () => {
-  it('sends five 20 ms frames per chunk by default, in order and whole', async () => {
+  it('sends five 20 ms frames per chunk by default while an utterance is open, in order and whole', async () => {
     const stt = new FakeStt();
     const { h, stream, proc } = await opened(stt);
     for (let i = 1; i <= 12; i++) h.down(frame(i, i * 20));
@@ -26,6 +28,32 @@ describe('SttProcessor sends caller audio in chunks', () => {
     expect(proc.audioMs).toBe(200);
     // Frames still travel down unchanged (the turn detector needs every one at once).
     expect(h.downOf('audio.in')).toHaveLength(12);
+  });
+
+  it('sends twelve frames (240 ms) per chunk while no utterance is open, and short chunks from the onset to the close', async () => {
+    const stt = new FakeStt();
+    const { h, stream, proc } = await opened(stt, undefined, false);
+    let t = 20;
+    const feed = (n: number) => {
+      for (let i = 0; i < n; i++, t += 20) h.down(frame(t / 20, t));
+    };
+    feed(25);
+    expect(stream.sent.map((c) => c.length)).toEqual([1920, 1920]);
+    // Speech onset: the held frame goes at once, so the STT hears it when the local VAD did.
+    proc.setUtteranceOpen(true);
+    expect(stream.sent.map((c) => c.length)).toEqual([1920, 1920, 160]);
+    expect(stream.sent[2]![0]).toBe(25);
+    feed(10);
+    expect(stream.sent.map((c) => c.length)).toEqual([1920, 1920, 160, 800, 800]);
+    // The turn was taken: back to long chunks; nothing held is sent early.
+    feed(3);
+    proc.setUtteranceOpen(false);
+    expect(stream.sent).toHaveLength(5);
+    feed(9);
+    expect(stream.sent.map((c) => c.length)).toEqual([1920, 1920, 160, 800, 800, 1920]);
+    // Every frame was sent once, in order.
+    expect(stream.sent.flatMap((c) => Array.from({ length: c.length / 160 }, (_, k) => c[k * 160]))).toEqual(Array.from({ length: 47 }, (_, i) => i + 1));
+    expect(proc.audioMs).toBe(47 * 20);
   });
 
   it('finalize sends the held frame before asking the provider to finalise', async () => {

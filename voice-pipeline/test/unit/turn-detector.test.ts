@@ -100,6 +100,28 @@ describe('TurnDetector: endpointing', () => {
     expect(h.downOf('user.turn').map((f) => [f.at, f.turn.text])).toEqual([[1420, 'Book a table for two.']]);
   });
 
+  it('tells the STT an utterance is open from the speech onset until the turn is taken, or the speech dropped', () => {
+    const utteranceOpen = vi.fn();
+    const { h, feed } = setup({ utteranceOpen });
+    feed(0, 40, true);
+    expect(utteranceOpen).not.toHaveBeenCalled();
+    feed(40, 40, true);
+    expect(utteranceOpen.mock.calls).toEqual([[true]]);
+    feed(80, 400, true);
+    h.down(frames.final('Hello there.', 500));
+    feed(480, 500, false);
+    expect(utteranceOpen.mock.calls).toEqual([[true]]);
+    feed(980, 20, false);
+    expect(h.downOf('user.turn')).toHaveLength(1);
+    expect(utteranceOpen.mock.calls).toEqual([[true], [false]]);
+    // Noise without any transcript: open at its onset, closed when it is given up.
+    feed(1000, 100, true);
+    expect(utteranceOpen.mock.calls).toEqual([[true], [false], [true]]);
+    feed(1100, 1600, false);
+    expect(h.downOf('user.turn')).toHaveLength(1);
+    expect(utteranceOpen.mock.calls).toEqual([[true], [false], [true], [false]]);
+  });
+
   it('produces no turn for noise without any transcript', () => {
     const { h, feed, finalizeStt } = setup();
     feed(0, 300, true);
