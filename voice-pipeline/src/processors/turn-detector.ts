@@ -76,6 +76,11 @@ export function meaningfulWords(text: string): string[] {
 const ONSET_MS = 60;
 /** A gap shorter than this inside speech is part of the same utterance. */
 const FRAME_MS = 20;
+/**
+ * A late final whose first word starts this long after the end of the speech already
+ * answered is new speech (the local VAD missed its onset), not that speech's tail.
+ */
+export const NEW_SPEECH_AFTER_MS = 100;
 
 type State = 'idle' | 'speaking' | 'trailing';
 
@@ -92,9 +97,10 @@ type State = 'idle' | 'speaking' | 'trailing';
  *   STT sent so far, its interim words included, since answering them beats leaving the
  *   caller in silence. Only when the STT sent nothing at all is the speech dropped.
  * - Late transcripts (the caller is quiet, no utterance open): a final for speech already
- *   answered is dropped, never carried into the next turn; a final for speech that was
- *   dropped for want of any transcript becomes the turn when it arrives, unless the agent
- *   is speaking. The STT's stale interim and endpointer signals are cleared at the next
+ *   answered is dropped, never carried into the next turn, unless its words start
+ *   {@link NEW_SPEECH_AFTER_MS} after that speech (new speech the local VAD missed); a final
+ *   for speech that was dropped for want of any transcript becomes the turn when it
+ *   arrives. Neither is answered while the agent is speaking. The STT's stale interim and endpointer signals are cleared at the next
  *   onset. The wait is counted on the session clock, which includes our own lag: under
  *   overload a final may come after the deadline, and the caller must still be answered.
  * - Barge-in: while the agent is audible, caller speech that passes {@link BARGE_IN_RULES}
@@ -130,9 +136,12 @@ export class TurnDetector extends Processor {
   /**
    * What a final transcript arriving while no utterance is open means: `answer`, the words
    * of speech that was dropped for want of a transcript (or that the local VAD missed);
-   * `drop`, the tail of speech already answered or ruled out (a backchannel over the agent).
+   * `drop`, the tail of speech already answered or ruled out (a backchannel over the agent),
+   * unless its words start after that speech ({@link lateFinalAfter}).
    */
   private lateFinal: 'answer' | 'drop' = 'answer';
+  /** Where the speech that set {@link lateFinal} ended (session clock): words that start well after it are new speech. */
+  private lateFinalAfter = 0;
 
   constructor(private readonly opts: TurnDetectorOptions) {
     super();
@@ -290,7 +299,9 @@ export class TurnDetector extends Processor {
   /** A final transcript while no utterance is open (see {@link lateFinal}). */
   private onLateFinal(frame: Extract<Frame, { kind: 'transcript.final' }>): void {
     const text = frame.text.trim();
-    if (!text || this.lateFinal === 'drop' || this.audibleTurns.size > 0) return;
+    if (!text || this.audibleTurns.size > 0) return;
+    const firstWordAt = frame.words[0]?.startMs ?? frame.startMs;
+    if (this.lateFinal === 'drop' && firstWordAt < this.lateFinalAfter + NEW_SPEECH_AFTER_MS) return;
     this.finals.push({ text, words: frame.words, confidence: frame.confidence, startMs: frame.startMs, endMs: frame.endMs, at: frame.at });
     this.endTurn(text, frame.at);
   }
@@ -320,6 +331,7 @@ export class TurnDetector extends Processor {
     this.finalizeRequested = false;
     this.overlapping = false;
     this.lateFinal = lateFinal;
+    this.lateFinalAfter = this.lastVoicedAt;
     this.opts.utteranceOpen?.(false);
   }
 }

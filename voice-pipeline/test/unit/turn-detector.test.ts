@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { TurnDetectorOptions } from '../../src/processors/turn-detector.js';
-import { meaningfulWords, RESUME_AFTER_MS, TurnDetector } from '../../src/processors/turn-detector.js';
+import { meaningfulWords, NEW_SPEECH_AFTER_MS, RESUME_AFTER_MS, TurnDetector } from '../../src/processors/turn-detector.js';
 import { frames, Harness, levelVad } from './harness.js';
 
 /** Time here is the frames' `at` (the session clock): the detector itself keeps no timers. */
@@ -162,6 +162,26 @@ describe('TurnDetector: a late STT (or our own lag)', () => {
     feed(3400, 40, false);
     h.down(frames.final('At eight.', 3460, { speechFinal: true }));
     expect(h.downOf('user.turn').map((f) => f.turn.text)).toEqual(['book a table', 'At eight.']);
+  });
+
+  it(`still answers a late final whose words start ${NEW_SPEECH_AFTER_MS} ms or more after the answered speech: new speech the local VAD missed`, () => {
+    const { h, feed } = setup();
+    feed(0, 600, true);
+    h.down(frames.interim('book a table', 500));
+    feed(600, 1520, false);
+    expect(h.downOf('user.turn').map((f) => f.turn.text)).toEqual(['book a table']);
+    const word = (w: string, startMs: number) => ({ word: w, startMs, endMs: startMs + 200, confidence: 0.9 });
+    // The answered speech's final (its words within 0-600 ms), and one starting just after its end: its tail.
+    h.down(frames.final('Book a table', 2200, { startMs: 0, words: [word('Book', 100), word('a', 300), word('table', 400)] }));
+    h.down(frames.final('please.', 2250, { startMs: 600, words: [word('please', 600 + NEW_SPEECH_AFTER_MS - 20)] }));
+    expect(h.downOf('user.turn')).toHaveLength(1);
+    // A soft "Hello?" at 2.3 s the VAD heard none of (the line stayed "quiet"): answered when its final comes.
+    feed(2120, 500, false);
+    h.down(frames.final('Hello?', 2900, { startMs: 2200, words: [word('Hello', 2300)] }));
+    expect(h.downOf('user.turn').map((f) => [f.at, f.turn.text, f.turn.startAt])).toEqual([
+      [2100, 'book a table', 0],
+      [2900, 'Hello?', 2300],
+    ]);
   });
 
   it('answers the finals and the interim words after them at the deadline', () => {
