@@ -16,7 +16,7 @@ export interface SttProcessorOptions {
   reconnectDelayMs?: (attempt: number) => number;
   /**
    * While an utterance is open ({@link SttProcessor.setUtteranceOpen}), caller audio is sent
-   * to the provider in chunks of this many ms (default 100: five carrier frames, within the
+   * to the provider at every this many ms of the call's audio (default 100: five carrier frames, within the
    * 20-250 ms Deepgram recommends for streaming). Each send is a WebSocket frame and a socket
    * write, the costliest part of a call for a pipeline thread (a profile at 200 calls: a fifth
    * of its CPU in the socket writes of these sends). `finalize` sends what is held first, so
@@ -25,7 +25,7 @@ export interface SttProcessorOptions {
    */
   sendChunkMs?: number;
   /**
-   * Chunk length while no utterance is open (default 240: twelve carrier frames, still within
+   * The same while no utterance is open (default 240: twelve carrier frames, still within
    * Deepgram's 20-250 ms): the line is quiet, or the agent speaks, most of a call, and the STT
    * needs that audio only to keep its timeline and hear what the local VAD might miss. The
    * onset of an utterance sends what is held at once, so speech reaches the STT as soon as
@@ -90,10 +90,14 @@ export class SttProcessor extends Processor {
   private sendAudio(bytes: Uint8Array, at: number): void {
     const ms = this.durationMs(bytes);
     if (this.stream) {
+      // Chunks end on a grid of the call's audio (every chunkMs of it), not chunkMs after the
+      // last send: an onset or a Finalize sends early without shifting where later chunks end,
+      // so the end of speech falls anywhere within a chunk, as the speech's length decides.
+      const before = this.audioMsSent + this.heldMs;
       this.held.push(bytes);
       this.heldBytes += bytes.length;
       this.heldMs += ms;
-      if (this.heldMs >= this.chunkMs) this.flushHeld();
+      if (Math.floor((before + ms) / this.chunkMs) > Math.floor(before / this.chunkMs)) this.flushHeld();
       return;
     }
     if (this.pending.length === 0) this.streamOriginAt = at;

@@ -30,30 +30,40 @@ describe('SttProcessor sends caller audio in chunks', () => {
     expect(h.downOf('audio.in')).toHaveLength(12);
   });
 
-  it('sends twelve frames (240 ms) per chunk while no utterance is open, and short chunks from the onset to the close', async () => {
+  it('sends every 240 ms of audio while no utterance is open, every 100 ms from the onset to the close, on one grid of the call\'s audio', async () => {
     const stt = new FakeStt();
     const { h, stream, proc } = await opened(stt, undefined, false);
-    let t = 20;
-    const feed = (n: number) => {
-      for (let i = 0; i < n; i++, t += 20) h.down(frame(t / 20, t));
+    let n = 0;
+    const feed = (count: number) => {
+      for (let i = 0; i < count; i++) {
+        n += 1;
+        h.down(frame(n, n * 20));
+      }
     };
-    feed(25);
-    expect(stream.sent.map((c) => c.length)).toEqual([1920, 1920]);
-    // Speech onset: the held frame goes at once, so the STT hears it when the local VAD did.
+    /** The frames (by number) each send carried. */
+    const sends = () => stream.sent.map((c) => Array.from({ length: c.length / 160 }, (_, k) => c[k * 160]));
+    const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    feed(27);
+    expect(sends()).toEqual([range(1, 12), range(13, 24)]);
+    // Speech onset at 540 ms: the held frames go at once, so the STT hears them when the local VAD did.
     proc.setUtteranceOpen(true);
-    expect(stream.sent.map((c) => c.length)).toEqual([1920, 1920, 160]);
-    expect(stream.sent[2]![0]).toBe(25);
-    feed(10);
-    expect(stream.sent.map((c) => c.length)).toEqual([1920, 1920, 160, 800, 800]);
-    // The turn was taken: back to long chunks; nothing held is sent early.
-    feed(3);
+    expect(sends()).toEqual([range(1, 12), range(13, 24), range(25, 27)]);
+    // Then at every 100 ms of the call's audio (600, 700), not 100 ms after the onset's send.
+    feed(8);
+    expect(sends().slice(3)).toEqual([range(28, 30), range(31, 35)]);
+    // A Finalize sends early; the grid holds (the next send at 800 ms).
+    feed(2);
+    proc.finalize();
+    feed(4);
+    expect(sends().slice(5)).toEqual([range(36, 37), range(38, 40)]);
+    // The turn was taken: back to the 240 ms grid (960 ms); nothing held is sent early.
+    feed(1);
     proc.setUtteranceOpen(false);
-    expect(stream.sent).toHaveLength(5);
-    feed(9);
-    expect(stream.sent.map((c) => c.length)).toEqual([1920, 1920, 160, 800, 800, 1920]);
-    // Every frame was sent once, in order.
-    expect(stream.sent.flatMap((c) => Array.from({ length: c.length / 160 }, (_, k) => c[k * 160]))).toEqual(Array.from({ length: 47 }, (_, i) => i + 1));
-    expect(proc.audioMs).toBe(47 * 20);
+    expect(sends()).toHaveLength(7);
+    feed(7);
+    expect(sends().slice(7)).toEqual([range(41, 48)]);
+    expect(sends().flat()).toEqual(range(1, 48));
+    expect(proc.audioMs).toBe(48 * 20);
   });
 
   it('finalize sends the held frame before asking the provider to finalise', async () => {
