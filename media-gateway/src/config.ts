@@ -7,6 +7,9 @@ const optionalText = z.string().trim().min(1).optional().or(z.literal('').transf
 const optionalUrl = z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined));
 
 /** Every environment variable the media gateway reads (listed in `.env.example` too). */
+/** Upper bounds of the settings `bench:calls` passes on to the gateway it starts, which checks its options against them. */
+export const GATEWAY_BOUNDS = Object.freeze({ pipelineThreads: 16, maxCalls: 1_000_000, overloadLagMs: 60_000 });
+
 export const gatewayConfigSchema = z.object({
   GATEWAY_HOST: z.string().default('127.0.0.1'),
   GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
@@ -40,14 +43,14 @@ export const gatewayConfigSchema = z.object({
   RECORDING_ENCODER_WORKERS: z.coerce.number().int().min(1).max(16).default(1),
   // Worker threads that run the calls' voice pipelines (STT, LLM, TTS), off the event loop that
   // paces every call's audio. 0: the pipelines run on that event loop.
-  PIPELINE_THREADS: z.coerce.number().int().min(0).max(16).default(1),
+  PIPELINE_THREADS: z.coerce.number().int().min(0).max(GATEWAY_BOUNDS.pipelineThreads).default(1),
   // Streams the gateway carries at most (started or handshaking); one more is refused with 503
   // at its upgrade, and /readyz answers 503. 0: no limit.
-  GATEWAY_MAX_CALLS: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  GATEWAY_MAX_CALLS: z.coerce.number().int().min(0).max(GATEWAY_BOUNDS.maxCalls).default(0),
   // A pipeline thread (or the gateway's own event loop) this far behind, ms, makes the gateway
   // refuse new calls until the lag is back under half of it: overload then costs new calls,
   // not the running ones. 0: never refuse for lag.
-  GATEWAY_OVERLOAD_LAG_MS: z.coerce.number().int().min(0).max(60_000).default(DEFAULT_OVERLOAD_LAG_MS),
+  GATEWAY_OVERLOAD_LAG_MS: z.coerce.number().int().min(0).max(GATEWAY_BOUNDS.overloadLagMs).default(DEFAULT_OVERLOAD_LAG_MS),
   // Bearer token GET /metrics requires (shared with the control plane). Unset: /metrics is public like /healthz.
   METRICS_TOKEN: optionalText,
   // The recording store, read by objectStoreConfigFromEnv (shared with the control plane).

@@ -4,6 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { GATEWAY_BOUNDS } from '@vap/media-gateway/config';
 import { BenchConfigError } from '../config.js';
 
 export interface CallBenchConfig {
@@ -84,10 +85,10 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
   const steadySec = intIn(values['steady-sec'], '--steady-sec', 30, 1, L.steadySec, problems);
   const workers = intIn(values.workers, '--workers', 2, 1, L.workers, problems);
   const sttLatencyMs = intIn(values['stt-latency-ms'], '--stt-latency-ms', 0, 0, L.sttLatencyMs, problems);
-  const pipelineThreads = values['pipeline-threads'] === undefined ? null : intIn(values['pipeline-threads'], '--pipeline-threads', 0, 0, 16, problems);
-  // The gateway's own bounds (media-gateway config.ts); 0 switches the rule off, as there.
-  const maxCalls = values['max-calls'] === undefined ? null : intIn(values['max-calls'], '--max-calls', 0, 0, 1_000_000, problems);
-  const overloadLagMs = values['overload-lag-ms'] === undefined ? null : intIn(values['overload-lag-ms'], '--overload-lag-ms', 0, 0, 60_000, problems);
+  const pipelineThreads = values['pipeline-threads'] === undefined ? null : intIn(values['pipeline-threads'], '--pipeline-threads', 0, 0, GATEWAY_BOUNDS.pipelineThreads, problems);
+  // The gateway's own bounds; 0 switches the rule off, as there.
+  const maxCalls = values['max-calls'] === undefined ? null : intIn(values['max-calls'], '--max-calls', 0, 0, GATEWAY_BOUNDS.maxCalls, problems);
+  const overloadLagMs = values['overload-lag-ms'] === undefined ? null : intIn(values['overload-lag-ms'], '--overload-lag-ms', 0, 0, GATEWAY_BOUNDS.overloadLagMs, problems);
   if (values.out !== undefined && values.out.trim() === '') problems.push('--out: must be a directory path');
   if (values['gateway-log'] !== undefined && values['gateway-log'].trim() === '') problems.push('--gateway-log: must be a file path');
   if (values['cpu-prof'] !== undefined && values['cpu-prof'].trim() === '') problems.push('--cpu-prof: must be a directory path');
