@@ -29,7 +29,11 @@ export type Frame =
   | { kind: 'agent.resume'; at: number; speechOnsetAt: number }
   | { kind: 'error'; error: ProviderError; fatal: boolean; at: number }
   // ---- data, caller side ----
-  /** 20 ms of caller audio: μ-law as received and its PCM16 decoding, both 8 kHz. */
+  /**
+   * 20 ms of caller audio: μ-law as received and its PCM16 decoding, both 8 kHz. `pcm` is
+   * valid only while the frame is being dispatched (the session decodes every frame into one
+   * buffer); a processor that keeps caller audio keeps `mulaw`, or a copy.
+   */
   | { kind: 'audio.in'; mulaw: Uint8Array; pcm: Int16Array; at: number }
   | { kind: 'dtmf'; digit: string; at: number }
   | { kind: 'transcript.interim'; text: string; at: number }

@@ -106,6 +106,13 @@ export function mulawDecode(bytes: Uint8Array): Int16Array {
   return decodeWith(MULAW_DECODE, bytes);
 }
 
+/** {@link mulawDecode} into `out` (exactly `bytes.length` samples long), for a caller that reuses one buffer per frame. Returns `out`. */
+export function mulawDecodeInto(bytes: Uint8Array, out: Int16Array): Int16Array {
+  if (out.length !== bytes.length) throw new RangeError(`mulawDecodeInto: ${bytes.length} bytes into ${out.length} samples`);
+  for (let i = 0; i < bytes.length; i++) out[i] = MULAW_DECODE[bytes[i]!]!;
+  return out;
+}
+
 /** Encodes signed 16-bit PCM to A-law, one byte per sample. Returns a new array. */
 export function alawEncode(pcm: Int16Array): Uint8Array {
   return encodeWith(ALAW_ENCODE, pcm);

@@ -1,6 +1,6 @@
 import type { AgentConfig } from '@vap/shared';
 import type { Logger } from 'pino';
-import { mulawDecode } from '../audio/g711.js';
+import { mulawDecodeInto } from '../audio/g711.js';
 import type { Frame, FrameOf, SayPurpose, TurnMetrics, UserTurn } from '../frames.js';
 import { Pipeline } from '../pipeline/pipeline.js';
 import type { Direction } from '../pipeline/processor.js';
@@ -79,6 +79,8 @@ export class VoiceSession {
   readonly record: CallRecord;
   private readonly pipeline: Pipeline;
   private readonly stt: SttProcessor;
+  /** The caller frame's PCM decoding, reused frame after frame (see `audio`). */
+  private pcm = new Int16Array(160);
   private readonly conversation: Conversation;
   private readonly tts: TtsProcessor;
   private readonly aggregator = new SentenceAggregator();
@@ -196,7 +198,10 @@ export class VoiceSession {
 
   /** Caller audio from the carrier: μ-law 8 kHz, normally 20 ms. */
   audio(mulaw: Uint8Array): void {
-    this.pipeline.send({ kind: 'audio.in', mulaw, pcm: mulawDecode(mulaw), at: this.clock() });
+    // One decoding buffer for the call's 20 ms frames (dispatch is synchronous, see `audio.in`):
+    // a pipeline thread otherwise allocates one per frame of every call it runs.
+    if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
+    this.pipeline.send({ kind: 'audio.in', mulaw, pcm: mulawDecodeInto(mulaw, this.pcm), at: this.clock() });
   }
 
   dtmf(digit: string): void {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ALAW_SILENCE, MULAW_SILENCE, alawDecode, alawEncode, mulawDecode, mulawEncode } from '../../src/audio/g711.js';
+import { ALAW_SILENCE, MULAW_SILENCE, alawDecode, alawEncode, mulawDecode, mulawDecodeInto, mulawEncode } from '../../src/audio/g711.js';
 
 // reference/audio-formats.md, G.711 test vectors (checked against the alawmulaw package).
 const MULAW_VECTORS: [pcm: number, code: number, decoded: number][] = [
@@ -59,6 +59,19 @@ describe('μ-law', () => {
   it('treats 0xFF as digital silence', () => {
     expect(MULAW_SILENCE).toBe(0xff);
     expect(Array.from(mulawDecode(new Uint8Array(160).fill(MULAW_SILENCE)))).toEqual(new Array(160).fill(0));
+  });
+
+  it('decodes into a reused buffer exactly as into a new one, frame after frame', () => {
+    const out = new Int16Array(160);
+    for (const first of [0, 96, 160]) {
+      const frame = Uint8Array.from({ length: 160 }, (_, i) => (first + i) & 0xff);
+      expect(mulawDecodeInto(frame, out)).toBe(out);
+      expect(out).toEqual(mulawDecode(frame));
+    }
+    // A view into a larger batch buffer, as a pipeline thread receives it.
+    const batch = Uint8Array.from({ length: 480 }, (_, i) => (i * 7) & 0xff);
+    expect(mulawDecodeInto(batch.subarray(160, 320), out)).toEqual(mulawDecode(batch.slice(160, 320)));
+    expect(() => mulawDecodeInto(new Uint8Array(80), out)).toThrow(RangeError);
   });
 
   it('encodes a subarray view starting at an offset', () => {
