@@ -124,6 +124,30 @@ describe('VoiceSession', () => {
     expect(session.record.usage).toMatchObject({ llmInputTokens: 10, llmOutputTokens: 5, ttsCharacters: 'We are open from nine to five.'.length });
   });
 
+  it('streams the caller\'s audio to the STT every 240 ms while nobody speaks, every 100 ms from the onset until the turn is taken', async () => {
+    const { session, stt, speak, messages } = setup();
+    session.start();
+    await flush();
+    const quiet = async (ms: number) => {
+      for (let t = 0; t < ms; t += 20) {
+        session.audio(callerAudio(false));
+        await vi.advanceTimersByTimeAsync(20);
+      }
+    };
+    const sizes = () => stt.streams[0]!.sent.map((c) => c.length);
+    await quiet(480);
+    expect(sizes()).toEqual([1920, 1920]);
+    // 400 ms of speech from 500 ms: the onset (60 ms of voice) sends what is held, then every 100 ms
+    // of the call's audio; the turn ends 40 ms into the silence, and 240 ms chunks resume (960 ms).
+    await speak('What are your opening hours?');
+    expect(messages.map(([m]) => m.content)).toEqual(['What are your opening hours?', 'We are open from nine to five.']);
+    expect(sizes().slice(2)).toEqual([480, 480, 800, 800, 800, 480]);
+    await quiet(240);
+    expect(sizes().slice(8)).toEqual([1920]);
+    // Every frame up to 1200 ms went once, in order; the one at 1200-1220 ms waits for the next chunk.
+    expect(sizes().reduce((a, b) => a + b, 0)).toBe(1200 * 8);
+  });
+
   it('hangs up after a reply that says an end-call phrase', async () => {
     const { session, speak, transport } = setup({ endCallPhrases: ['goodbye'] }, new FakeLlm(() => ({ events: llmReply('You are welcome. Goodbye!') })));
     session.start();
