@@ -6,10 +6,10 @@ import { DEFAULT_OVERLOAD_LAG_MS } from './admission.js';
 const optionalText = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
 const optionalUrl = z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined));
 
-/** Every environment variable the media gateway reads (listed in `.env.example` too). */
 /** Upper bounds of the settings `bench:calls` passes on to the gateway it starts, which checks its options against them. */
 export const GATEWAY_BOUNDS = Object.freeze({ pipelineThreads: 16, maxCalls: 1_000_000, overloadLagMs: 60_000 });
 
+/** Every environment variable the media gateway reads (listed in `.env.example` too). */
 export const gatewayConfigSchema = z.object({
   GATEWAY_HOST: z.string().default('127.0.0.1'),
   GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
