@@ -101,8 +101,9 @@ type State = 'idle' | 'speaking' | 'trailing';
  *   {@link NEW_SPEECH_AFTER_MS} after that speech (new speech the local VAD missed); a final
  *   for speech that was dropped for want of any transcript becomes the turn when it
  *   arrives. Neither is answered while the agent is speaking. The STT's stale interim and
- *   endpointer signals are cleared at the next onset. The wait is counted on the session clock, which includes our own lag: under
- *   overload a final may come after the deadline, and the caller must still be answered.
+ *   endpointer signals are cleared at the next onset. The wait is counted on the session
+ *   clock, which includes our own lag: under overload a final may come after the deadline,
+ *   and the caller must still be answered.
  * - Barge-in: while the agent is audible, caller speech that passes {@link BARGE_IN_RULES}
  *   emits `interrupt` (down). At `medium` and `low`, `agent.pause` comes first (after
  *   `pauseAfterMs` of voice), and `agent.resume` follows instead of `interrupt` when the
