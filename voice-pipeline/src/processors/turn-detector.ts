@@ -121,7 +121,7 @@ export class TurnDetector extends Processor {
   private lastVoicedAt = 0;
   private finalizeRequested = false;
   /** Final transcript pieces of the current caller turn. */
-  private finals: { text: string; words: SttWord[]; confidence: number; startMs: number; endMs: number; at: number }[] = [];
+  private finals: { text: string; words: SttWord[]; confidence: number; at: number }[] = [];
   private interim = '';
   private sttSpeechFinal = false;
   /**
@@ -172,7 +172,7 @@ export class TurnDetector extends Processor {
           return;
         }
         if (frame.text.trim()) {
-          this.finals.push({ text: frame.text.trim(), words: frame.words, confidence: frame.confidence, startMs: frame.startMs, endMs: frame.endMs, at: frame.at });
+          this.addFinal(frame);
           this.interim = '';
           this.maybeBargeIn(frame.at);
         }
@@ -303,8 +303,12 @@ export class TurnDetector extends Processor {
     if (!text || this.audibleTurns.size > 0) return;
     const firstWordAt = frame.words[0]?.startMs ?? frame.startMs;
     if (this.lateFinal === 'drop' && firstWordAt < this.lateFinalAfter + NEW_SPEECH_AFTER_MS) return;
-    this.finals.push({ text, words: frame.words, confidence: frame.confidence, startMs: frame.startMs, endMs: frame.endMs, at: frame.at });
+    this.addFinal(frame);
     this.endTurn(text, frame.at);
+  }
+
+  private addFinal(frame: Extract<Frame, { kind: 'transcript.final' }>): void {
+    this.finals.push({ text: frame.text.trim(), words: frame.words, confidence: frame.confidence, at: frame.at });
   }
 
   private endTurn(text: string, at: number): void {
