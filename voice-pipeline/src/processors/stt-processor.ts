@@ -59,7 +59,11 @@ export class SttProcessor extends Processor {
 
   constructor(private readonly opts: SttProcessorOptions) {
     super();
-    this.chunkMs = opts.quietChunkMs ?? 240;
+    this.chunkMs = this.quietChunkMs;
+  }
+
+  private get quietChunkMs(): number {
+    return this.opts.quietChunkMs ?? 240;
   }
 
   process(frame: Frame, dir: Direction): void {
@@ -77,7 +81,7 @@ export class SttProcessor extends Processor {
    * goes now, then short chunks) or closed (the turn was taken or dropped: long chunks).
    */
   setUtteranceOpen(open: boolean): void {
-    this.chunkMs = open ? (this.opts.sendChunkMs ?? 100) : (this.opts.quietChunkMs ?? 240);
+    this.chunkMs = open ? (this.opts.sendChunkMs ?? 100) : this.quietChunkMs;
     if (open) this.flushHeld();
   }
 
