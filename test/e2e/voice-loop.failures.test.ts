@@ -200,6 +200,20 @@ describe('a slow STT on a phone call', () => {
       expect(heard.length, users[i]).toBeGreaterThan(0);
       expect(words(line).slice(0, heard.length), users[i]).toEqual(heard);
     }
+    // Stored with the STT's word times and confidence, though no final was in.
+    const { body: transcript } = await p.api('GET', `/api/v1/conversations/${String(conv['id'])}/transcript`);
+    const stored = (transcript['turns'] as Json[]).filter((t) => t['speaker'] === 'user') as { text: string; confidence: number; words: { word: string; startTime: number; endTime: number }[] }[];
+    expect(stored.map((t) => t.text)).toEqual(users);
+    let lastEnd = 0;
+    for (const t of stored) {
+      expect(t.confidence, t.text).toBeGreaterThan(0.5);
+      expect(words(t.words.map((w) => w.word).join(' ')), t.text).toEqual(words(t.text));
+      for (const w of t.words) {
+        expect(w.startTime, t.text).toBeGreaterThanOrEqual(lastEnd);
+        expect(w.endTime, t.text).toBeGreaterThan(w.startTime);
+        lastEnd = w.endTime;
+      }
+    }
     expect(said).toHaveLength(5); // first message, then a reply to each turn
     await expectNoCallLeft();
   }, 60_000);

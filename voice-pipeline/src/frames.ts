@@ -36,7 +36,8 @@ export type Frame =
    */
   | { kind: 'audio.in'; mulaw: Uint8Array; pcm: Int16Array; at: number }
   | { kind: 'dtmf'; digit: string; at: number }
-  | { kind: 'transcript.interim'; text: string; at: number }
+  /** The STT's words so far since its last final (each interim replaces the one before), on the session clock like a final's. */
+  | { kind: 'transcript.interim'; text: string; words: SttWord[]; confidence: number; at: number }
   | { kind: 'transcript.final'; text: string; words: SttWord[]; confidence: number; startMs: number; endMs: number; speechFinal: boolean; at: number }
   | { kind: 'stt.speech-started'; at: number }
   | { kind: 'stt.utterance-end'; at: number }

@@ -2,7 +2,7 @@ import type { Frame } from '../frames.js';
 import type { Direction } from '../pipeline/processor.js';
 import { Processor } from '../pipeline/processor.js';
 import { ProviderError } from '../providers/provider-error.js';
-import type { SttProvider, SttStream, SttStreamOptions } from '../providers/types.js';
+import type { SttProvider, SttStream, SttStreamOptions, SttWord } from '../providers/types.js';
 
 export interface SttProcessorOptions {
   provider: SttProvider;
@@ -173,12 +173,12 @@ export class SttProcessor extends Processor {
         if (ev.type === 'speech-started') this.push({ kind: 'stt.speech-started', at: now });
         else if (ev.type === 'utterance-end') this.push({ kind: 'stt.utterance-end', at: now });
         else if (!ev.isFinal) {
-          if (ev.text) this.push({ kind: 'transcript.interim', text: ev.text, at: now });
+          if (ev.text) this.push({ kind: 'transcript.interim', text: ev.text, words: onSessionClock(ev.words, origin), confidence: ev.confidence, at: now });
         } else {
           this.push({
             kind: 'transcript.final',
             text: ev.text,
-            words: ev.words.map((w) => ({ ...w, startMs: origin + w.startMs, endMs: origin + w.endMs })),
+            words: onSessionClock(ev.words, origin),
             confidence: ev.confidence,
             startMs: origin + ev.startMs,
             endMs: origin + ev.endMs,
@@ -227,4 +227,9 @@ export class SttProcessor extends Processor {
     this.abort.abort();
     if (s) await s.close().catch(() => undefined);
   }
+}
+
+/** Word times of a stream (from its first byte) on the session clock, `origin` being when that byte was audio. */
+function onSessionClock(words: SttWord[], origin: number): SttWord[] {
+  return words.map((w) => ({ ...w, startMs: origin + w.startMs, endMs: origin + w.endMs }));
 }

@@ -84,6 +84,9 @@ export const NEW_SPEECH_AFTER_MS = 100;
 
 type State = 'idle' | 'speaking' | 'trailing';
 
+type InterimFrame = Extract<Frame, { kind: 'transcript.interim' }>;
+type FinalFrame = Extract<Frame, { kind: 'transcript.final' }>;
+
 /**
  * Decides when the caller speaks, when they have finished, and when they barge in. It
  * combines the local VAD (fast, on every 20 ms frame) with the STT's signals (final
@@ -122,7 +125,8 @@ export class TurnDetector extends Processor {
   private finalizeRequested = false;
   /** Final transcript pieces of the current caller turn. */
   private finals: { text: string; words: SttWord[]; confidence: number; at: number }[] = [];
-  private interim = '';
+  /** The STT's latest interim (words not final yet), null when none or cleared. */
+  private interim: InterimFrame | null = null;
   private sttSpeechFinal = false;
   /**
    * Agent turns whose audio has reached the carrier and not finished playing. A set, not a
@@ -161,7 +165,7 @@ export class TurnDetector extends Processor {
         this.onAudio(frame.pcm, frame.at);
         return;
       case 'transcript.interim':
-        this.interim = frame.text;
+        this.interim = frame.text ? frame : null;
         this.push(frame);
         this.maybeBargeIn(frame.at);
         return;
@@ -173,7 +177,7 @@ export class TurnDetector extends Processor {
         }
         if (frame.text.trim()) {
           this.addFinal(frame);
-          this.interim = '';
+          this.interim = null;
           this.maybeBargeIn(frame.at);
         }
         if (frame.speechFinal) this.sttSpeechFinal = true;
@@ -206,7 +210,7 @@ export class TurnDetector extends Processor {
       if (this.state !== 'speaking' && this.voicedRunMs >= ONSET_MS) {
         if (this.state === 'idle') {
           // What the STT said between utterances belongs to none: this one starts clean.
-          this.interim = '';
+          this.interim = null;
           this.sttSpeechFinal = false;
           this.finalizeRequested = false;
           this.speechOnsetAt = at + FRAME_MS - this.voicedRunMs;
@@ -245,7 +249,7 @@ export class TurnDetector extends Processor {
     let qualifies: boolean;
     if (rule.needsWords === 0) qualifies = this.state === 'speaking' && this.voicedRunMs >= rule.minVoicedMs;
     else {
-      const heard = [...this.finals.map((f) => f.text), this.interim].join(' ');
+      const heard = [...this.finals.map((f) => f.text), this.interim?.text ?? ''].join(' ');
       qualifies = this.utteranceVoicedMs >= rule.minVoicedMs && meaningfulWords(heard).length >= rule.needsWords;
     }
     if (qualifies || forced) {
@@ -269,9 +273,10 @@ export class TurnDetector extends Processor {
     // Past the longest wait, the STT's interim words count as said.
     const gaveUp = quietMs >= this.opts.silenceDurationMs + this.opts.utteranceEndMs;
     const finalText = this.finals.map((f) => f.text).join(' ').trim();
-    const text = gaveUp ? `${finalText} ${this.interim}`.trim() : finalText;
+    const interim = gaveUp ? this.interim : null;
+    const text = interim ? `${finalText} ${interim.text}`.trim() : finalText;
     if (!text) {
-      if (quietMs >= this.opts.silenceDurationMs && !this.finalizeRequested && this.interim) {
+      if (quietMs >= this.opts.silenceDurationMs && !this.finalizeRequested && this.interim !== null) {
         this.finalizeRequested = true;
         this.opts.finalizeStt();
       }
@@ -286,7 +291,7 @@ export class TurnDetector extends Processor {
     }
     const ready = quietMs >= this.opts.silenceDurationMs || (this.sttSpeechFinal && quietMs >= 2 * FRAME_MS);
     if (!ready) return;
-    if (this.interim && !gaveUp) {
+    if (this.interim !== null && !gaveUp) {
       // Words are still only interim: ask for them, and wait a little longer.
       if (!this.finalizeRequested) {
         this.finalizeRequested = true;
@@ -294,31 +299,33 @@ export class TurnDetector extends Processor {
       }
       return;
     }
-    this.endTurn(text, at);
+    this.endTurn(text, at, interim);
   }
 
   /** A final transcript while no utterance is open (see {@link lateFinal}). */
-  private onLateFinal(frame: Extract<Frame, { kind: 'transcript.final' }>): void {
+  private onLateFinal(frame: FinalFrame): void {
     const text = frame.text.trim();
     if (!text || this.audibleTurns.size > 0) return;
     const firstWordAt = frame.words[0]?.startMs ?? frame.startMs;
     if (this.lateFinal === 'drop' && firstWordAt < this.lateFinalAfter + NEW_SPEECH_AFTER_MS) return;
     this.addFinal(frame);
-    this.endTurn(text, frame.at);
+    this.endTurn(text, frame.at, null);
   }
 
-  private addFinal(frame: Extract<Frame, { kind: 'transcript.final' }>): void {
+  private addFinal(frame: FinalFrame): void {
     this.finals.push({ text: frame.text.trim(), words: frame.words, confidence: frame.confidence, at: frame.at });
   }
 
-  private endTurn(text: string, at: number): void {
-    const words = this.finals.flatMap((f) => f.words);
+  /** Ends the turn with the finals so far and, when its text includes them, `interim`'s words. */
+  private endTurn(text: string, at: number, interim: InterimFrame | null): void {
+    const pieces: { words: SttWord[]; confidence: number }[] = interim ? [...this.finals, interim] : this.finals;
+    const words = pieces.flatMap((p) => p.words);
     const turn: UserTurn = {
       text,
       source: 'speech',
       words,
-      // 0: no final came, the words are the STT's interim ones.
-      confidence: this.finals.length === 0 ? 0 : this.finals.reduce((s, f) => s + f.confidence, 0) / this.finals.length,
+      // The pieces' mean; each is the STT's confidence in its transcript, final or interim.
+      confidence: pieces.length === 0 ? 0 : pieces.reduce((s, p) => s + p.confidence, 0) / pieces.length,
       startAt: words[0]?.startMs ?? this.speechOnsetAt,
       endAt: words[words.length - 1]?.endMs ?? this.lastVoicedAt,
       speechEndAt: this.lastVoicedAt,
@@ -331,7 +338,7 @@ export class TurnDetector extends Processor {
   private reset(lateFinal: 'answer' | 'drop'): void {
     this.state = 'idle';
     this.finals = [];
-    this.interim = '';
+    this.interim = null;
     this.sttSpeechFinal = false;
     this.finalizeRequested = false;
     this.overlapping = false;

@@ -98,7 +98,7 @@ export function userTurn(text: string, over: Partial<UserTurn> = {}): UserTurn {
 /** Builders for every frame the tests feed, so a test states only what matters. */
 export const frames = {
   audio: (at: number, voiced: boolean): FrameOf<'audio.in'> => ({ kind: 'audio.in', mulaw: voiced ? VOICED_MULAW : SILENT_MULAW, pcm: voiced ? VOICED_PCM : SILENT_PCM, at }),
-  interim: (text: string, at: number): FrameOf<'transcript.interim'> => ({ kind: 'transcript.interim', text, at }),
+  interim: (text: string, at: number, over: Partial<FrameOf<'transcript.interim'>> = {}): FrameOf<'transcript.interim'> => ({ kind: 'transcript.interim', text, words: [] as SttWord[], confidence: 0.7, at, ...over }),
   final: (text: string, at: number, over: Partial<FrameOf<'transcript.final'>> = {}): FrameOf<'transcript.final'> => ({
     kind: 'transcript.final',
     text,

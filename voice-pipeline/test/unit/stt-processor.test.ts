@@ -18,6 +18,29 @@ async function opened(stt: FakeStt, sendChunkMs?: number, utterance = true) {
   return { proc, h, stream: stt.streams[0]! };
 }
 
+describe('SttProcessor passes transcripts on', () => {
+  it('puts interim and final words on the session clock, from when the stream\'s first audio was heard', async () => {
+    const stt = new FakeStt();
+    const proc = new SttProcessor({ provider: stt, stream: { encoding: 'mulaw', sampleRateHz: 8000, interimResults: true, endpointingMs: 300, utteranceEndMs: 1000 }, clock: () => 0 });
+    const h = new Harness(proc);
+    h.down({ kind: 'call.start', at: 0 } as never);
+    // Audio from 1 s into the call, held while the stream connects: the stream's time 0 is then.
+    for (let i = 0; i < 10; i++) h.down(frame(i, 1000 + i * 20));
+    await new Promise((r) => setTimeout(r, 0));
+    const stream = stt.streams[0]!;
+    expect(stream.sent.length).toBeGreaterThan(0);
+    const word = { word: 'book', startMs: 100, endMs: 300, confidence: 0.6 };
+    stream.emit({ type: 'transcript', text: 'book', isFinal: false, speechFinal: false, confidence: 0.6, startMs: 0, endMs: 320, words: [word] });
+    stream.emit({ type: 'transcript', text: '', isFinal: false, speechFinal: false, confidence: 0, startMs: 0, endMs: 340, words: [] });
+    stream.emit({ type: 'transcript', text: 'Book.', isFinal: true, speechFinal: true, confidence: 0.9, startMs: 0, endMs: 400, words: [{ ...word, confidence: 0.9 }] });
+    await new Promise((r) => setTimeout(r, 0));
+    const onClock = { word: 'book', startMs: 1100, endMs: 1300 };
+    // An empty interim says nothing: it is not passed on.
+    expect(h.downOf('transcript.interim')).toEqual([{ kind: 'transcript.interim', text: 'book', words: [{ ...onClock, confidence: 0.6 }], confidence: 0.6, at: 0 }]);
+    expect(h.downOf('transcript.final').map((f) => [f.text, f.words, f.confidence, f.startMs, f.endMs])).toEqual([['Book.', [{ ...onClock, confidence: 0.9 }], 0.9, 1000, 1400]]);
+  });
+});
+
 describe('SttProcessor sends caller audio in chunks', () => {
   it('sends five 20 ms frames per chunk by default while an utterance is open, in order and whole', async () => {
     const stt = new FakeStt();

@@ -142,16 +142,23 @@ describe('TurnDetector: a late STT (or our own lag)', () => {
   // The wait is counted on the session clock: when the gateway falls behind, a final may
   // come after silenceDurationMs + utteranceEndMs (500 + 1000 here) although the STT was quick.
 
-  it('answers the interim words when no final came by the deadline, and drops the final that follows', () => {
+  it('answers the interim words, with their times and confidence, when no final came by the deadline, and drops the final that follows', () => {
     const { h, feed, finalizeStt } = setup();
     feed(0, 600, true);
-    h.down(frames.interim('book a table', 500));
+    const words = [
+      { word: 'book', startMs: 60, endMs: 260, confidence: 0.8 },
+      { word: 'a', startMs: 260, endMs: 320, confidence: 0.7 },
+      { word: 'table', startMs: 320, endMs: 560, confidence: 0.75 },
+    ];
+    h.down(frames.interim('book', 300, { words: words.slice(0, 1), confidence: 0.6 }));
+    h.down(frames.interim('book a table', 500, { words, confidence: 0.76 }));
     feed(600, 1500, false); // last frame at 2080: 1480 ms quiet
     expect(finalizeStt).toHaveBeenCalledTimes(1);
     expect(h.downOf('user.turn')).toEqual([]);
     feed(2100, 20, false);
+    // The latest interim's words: it replaced the one before.
     expect(h.downOf('user.turn')).toEqual([
-      { kind: 'user.turn', at: 2100, turn: { text: 'book a table', source: 'speech', words: [], confidence: 0, startAt: 0, endAt: 600, speechEndAt: 600, sttFinalAt: 2100 } },
+      { kind: 'user.turn', at: 2100, turn: { text: 'book a table', source: 'speech', words, confidence: 0.76, startAt: 60, endAt: 560, speechEndAt: 600, sttFinalAt: 2100 } },
     ]);
     // The final for the same speech: already answered.
     h.down(frames.final('Book a table for two.', 2400, { speechFinal: true }));
@@ -184,13 +191,35 @@ describe('TurnDetector: a late STT (or our own lag)', () => {
     ]);
   });
 
-  it('answers the finals and the interim words after them at the deadline', () => {
+  it('answers the finals and the interim words after them at the deadline, words and confidence of both', () => {
     const { h, feed } = setup();
     feed(0, 600, true);
-    h.down(frames.final('Hi,', 400, { confidence: 0.8 }));
-    h.down(frames.interim('I would like to book', 590));
+    const hi = { word: 'Hi,', startMs: 40, endMs: 200, confidence: 0.8 };
+    const book = { word: 'book', startMs: 400, endMs: 580, confidence: 0.5 };
+    h.down(frames.final('Hi,', 400, { confidence: 0.8, words: [hi] }));
+    h.down(frames.interim('I would like to book', 590, { confidence: 0.6, words: [book] }));
     feed(600, 1520, false);
-    expect(h.downOf('user.turn').map((f) => [f.at, f.turn.text, f.turn.confidence])).toEqual([[2100, 'Hi, I would like to book', 0.8]]);
+    expect(h.downOf('user.turn').map((f) => [f.at, f.turn.text, f.turn.confidence, f.turn.words, f.turn.startAt, f.turn.endAt, f.turn.sttFinalAt])).toEqual([
+      [2100, 'Hi, I would like to book', 0.7, [hi, book], 40, 580, 400],
+    ]);
+  });
+
+  it('keeps no interim words in a turn the finals complete, nor one the STT sent after the turn ended', () => {
+    const { h, feed } = setup();
+    feed(0, 600, true);
+    h.down(frames.interim('Table for', 300, { confidence: 0.3, words: [{ word: 'Table', startMs: 40, endMs: 200, confidence: 0.3 }] }));
+    const words = [{ word: 'Table', startMs: 40, endMs: 200, confidence: 0.9 }];
+    h.down(frames.final('Table for two.', 650, { confidence: 0.9, words }));
+    feed(600, 520, false);
+    expect(h.downOf('user.turn').map((f) => [f.turn.text, f.turn.confidence, f.turn.words])).toEqual([['Table for two.', 0.9, words]]);
+    // Between utterances: an interim, then a final of new speech the VAD missed.
+    h.down(frames.interim('at eight', 1300, { confidence: 0.2, words: [{ word: 'at', startMs: 900, endMs: 1000, confidence: 0.2 }] }));
+    const late = [{ word: 'At', startMs: 900, endMs: 1000, confidence: 0.95 }];
+    h.down(frames.final('At eight.', 1400, { confidence: 0.95, startMs: 880, words: late }));
+    expect(h.downOf('user.turn').map((f) => [f.turn.text, f.turn.confidence, f.turn.words])).toEqual([
+      ['Table for two.', 0.9, words],
+      ['At eight.', 0.95, late],
+    ]);
   });
 
   it('answers a final that comes after the deadline for speech the STT had sent nothing of', () => {
