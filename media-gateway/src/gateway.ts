@@ -53,6 +53,8 @@ export async function startMediaGateway(
     providers?: ProviderRuntime;
     /** Where call recordings go; default: the store `config.recordings` describes. */
     recordingStore?: ObjectStore;
+    /** Entry of the pipeline threads; default `pipeline-worker.mjs` (tests wrap it in a fixture). */
+    pipelineWorkerUrl?: URL;
   },
 ): Promise<MediaGateway> {
   const app: FastifyInstance = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
@@ -72,7 +74,7 @@ export async function startMediaGateway(
   // Encoder workers start on the first recorded call; a gateway that records nothing runs none.
   const encoders = new EncoderPool({ size: config.recordingEncoderWorkers, logger: deps.logger });
   const recordings = new RecordingArchiver({ store: deps.recordingStore ?? createObjectStore(config.recordings), encoders });
-  const pipelines = !deps.onCall && config.pipelineThreads > 0 ? new PipelineThreads({ size: config.pipelineThreads, logger: deps.logger }) : undefined;
+  const pipelines = !deps.onCall && config.pipelineThreads > 0 ? new PipelineThreads({ size: config.pipelineThreads, logger: deps.logger, ...(deps.pipelineWorkerUrl ? { workerUrl: deps.pipelineWorkerUrl } : {}) }) : undefined;
   const limits = admissionLimits(config);
   const metrics = new GatewayMetrics({
     activeCalls,

@@ -1,7 +1,9 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
-import { InProcessBus } from '@vap/shared';
+import { InProcessBus, newId } from '@vap/shared';
+import type { AgentConfig } from '@vap/shared';
+import { startProviders } from '@vap/voice-pipeline';
 import { loadGatewayConfig } from '../../src/config.js';
 import { startMediaGateway } from '../../src/gateway.js';
 import type { MediaGateway } from '../../src/gateway.js';
@@ -9,12 +11,14 @@ import { StreamRefusedError, TwilioCallerSimulator } from '../../src/simulators/
 import { TWILIO_MEDIA_STREAM_PATH } from '../../src/twilio/media-stream-server.js';
 import { mediaStreamClosed } from '../../src/twilio/twilio-leg.js';
 import type { TwilioLeg } from '../../src/twilio/twilio-leg.js';
+import { bistroAgent, dial as dialAgent, standInControlPlane } from '../gateway-world.js';
 
 /**
  * Admission on a real gateway (#5): a stream over GATEWAY_MAX_CALLS, or one that comes while
  * the gateway keeps lagging, is refused at its upgrade with 503 and Retry-After, and /readyz says so
- * until calls are taken again. Legs go to deps.onCall (no pipelines: the lag read is the
- * gateway loop's own).
+ * until calls are taken again. The first tests hand legs to deps.onCall (no pipelines: the
+ * lag read is the gateway loop's own); the last runs calls on a real pipeline thread that
+ * falls behind (fixtures/lagging-pipeline-worker.mjs), read through its pings.
  */
 
 const logger = pino({ level: 'silent' });
@@ -123,4 +127,50 @@ describe('gateway admission', () => {
     await dial(streamUrl);
     await vi.waitFor(() => expect(legs).toHaveLength(2));
   });
+});
+
+describe('gateway admission, its calls on pipeline threads', () => {
+  it('refuses new streams while a pipeline thread lags behind its call, answers that call once the thread caught up, and takes streams again', async () => {
+    const bus = new InProcessBus();
+    const providers = await startProviders({});
+    const agentId = newId('agt');
+    const controlPlane = standInControlPlane(bus, new Map<string, AgentConfig>([[agentId, bistroAgent()]]));
+    try {
+      // A real pipeline thread whose loop stalls 2.5 s when the first session opens on it (the fixture).
+      const started = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', PIPELINE_THREADS: '1', GATEWAY_OVERLOAD_LAG_MS: '200' }), {
+        bus,
+        logger,
+        providers,
+        pipelineWorkerUrl: new URL('../fixtures/lagging-pipeline-worker.mjs', import.meta.url),
+      });
+      gw = started;
+      const first = await dialAgent(started, providers, agentId, 'ten_1', ['Hello']);
+      sims.push(first.call);
+      // The gateway's loop is free: only the thread's unanswered pings tell it is behind.
+      await vi.waitFor(async () => expect((await fetch(`${started.url}/readyz`)).status).toBe(503), { timeout: 2000, interval: 25 });
+      const refusedBefore = mediaStreamClosed.get('overloaded');
+      await expect(dialAgent(started, providers, agentId, 'ten_1', ['Hello'])).rejects.toEqual(new StreamRefusedError(503, 5));
+      expect(mediaStreamClosed.get('overloaded') - refusedBefore).toBe(1);
+      expect(started.sessions!.activeCalls).toBe(1);
+      // Nothing of the greeting yet: the session waits on the stalled thread.
+      expect(first.call.heardAgentAudioMs).toBe(0);
+
+      await vi.waitFor(async () => expect((await fetch(`${started.url}/readyz`)).status).toBe(200), { timeout: 5000, interval: 50 });
+      // The call that was running is answered, not dropped.
+      await vi.waitFor(() => expect(first.call.heardAgentAudioMs).toBeGreaterThan(1000), { timeout: 10_000, interval: 50 });
+      expect(started.sessions!.activeCalls).toBe(1);
+      const next = await dialAgent(started, providers, agentId, 'ten_1', ['Hello']);
+      sims.push(next.call);
+      await vi.waitFor(() => expect(next.call.heardAgentAudioMs).toBeGreaterThan(1000), { timeout: 10_000, interval: 50 });
+      expect(started.sessions!.activeCalls).toBe(2);
+    } finally {
+      for (const s of sims) s.drop();
+      sims = [];
+      await gw?.close();
+      gw = undefined;
+      await controlPlane.subscription.close();
+      await providers.close();
+      await bus.close();
+    }
+  }, 30_000);
 });
