@@ -44,6 +44,8 @@ export class SttProcessor extends Processor {
   private stream: SttStream | null = null;
   /** Session time at which the current stream's audio began (its t=0). */
   private streamOriginAt = 0;
+  /** The stream opened before any audio was held for it: its t=0 is the next frame's time. */
+  private originAtNextFrame = false;
   private pending: Uint8Array[] = [];
   private pendingMs = 0;
   private readonly abort = new AbortController();
@@ -94,6 +96,10 @@ export class SttProcessor extends Processor {
   private sendAudio(bytes: Uint8Array, at: number): void {
     const ms = this.durationMs(bytes);
     if (this.stream) {
+      if (this.originAtNextFrame) {
+        this.originAtNextFrame = false;
+        this.streamOriginAt = at;
+      }
       // Chunks end on a grid of the call's audio (every chunkMs of it), not chunkMs after the
       // last send: an onset or a Finalize sends early without shifting where later chunks end,
       // so the end of speech falls anywhere within a chunk, as the speech's length decides.
@@ -161,27 +167,27 @@ export class SttProcessor extends Processor {
       void stream.close().catch(() => undefined);
       return;
     }
+    this.originAtNextFrame = this.pending.length === 0;
     this.stream = stream;
     for (const chunk of this.pending) stream.send(chunk);
     this.audioMsSent += this.pendingMs;
     this.pending = [];
     this.pendingMs = 0;
-    const origin = this.streamOriginAt;
     try {
       for await (const ev of stream.events) {
         const now = this.opts.clock();
         if (ev.type === 'speech-started') this.push({ kind: 'stt.speech-started', at: now });
         else if (ev.type === 'utterance-end') this.push({ kind: 'stt.utterance-end', at: now });
         else if (!ev.isFinal) {
-          if (ev.text) this.push({ kind: 'transcript.interim', text: ev.text, words: onSessionClock(ev.words, origin), confidence: ev.confidence, at: now });
+          if (ev.text) this.push({ kind: 'transcript.interim', text: ev.text, words: onSessionClock(ev.words, this.streamOriginAt), confidence: ev.confidence, at: now });
         } else {
           this.push({
             kind: 'transcript.final',
             text: ev.text,
-            words: onSessionClock(ev.words, origin),
+            words: onSessionClock(ev.words, this.streamOriginAt),
             confidence: ev.confidence,
-            startMs: origin + ev.startMs,
-            endMs: origin + ev.endMs,
+            startMs: this.streamOriginAt + ev.startMs,
+            endMs: this.streamOriginAt + ev.endMs,
             speechFinal: ev.speechFinal,
             at: now,
           });

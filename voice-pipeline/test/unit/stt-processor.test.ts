@@ -41,6 +41,18 @@ describe('SttProcessor passes transcripts on', () => {
   });
 });
 
+describe('SttProcessor: a stream open before the caller\'s audio', () => {
+  it('counts the stream\'s time from its first frame, not from when it opened', async () => {
+    const stt = new FakeStt();
+    // Connected at the call's start (0); the carrier's audio begins 1 s later.
+    const { h, stream } = await opened(stt);
+    for (let i = 0; i < 10; i++) h.down(frame(i, 1000 + i * 20));
+    stream.emit({ type: 'transcript', text: 'Book.', isFinal: true, speechFinal: true, confidence: 0.9, startMs: 0, endMs: 200, words: [{ word: 'book', startMs: 100, endMs: 180, confidence: 0.9 }] });
+    await new Promise((r) => setTimeout(r, 0));
+    expect(h.downOf('transcript.final').map((f) => [f.words, f.startMs, f.endMs])).toEqual([[[{ word: 'book', startMs: 1100, endMs: 1180, confidence: 0.9 }], 1000, 1200]]);
+  });
+});
+
 describe('SttProcessor sends caller audio in chunks', () => {
   it('sends five 20 ms frames per chunk by default while an utterance is open, in order and whole', async () => {
     const stt = new FakeStt();
