@@ -5,24 +5,20 @@
  * failures) and, at the end, what the process itself cost (CPU, event-loop delay), so the
  * report shows whether the generator kept up.
  */
-import { StreamRefusedError, TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-gateway/simulators';
+import { TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-gateway/simulators';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
 import type { CallFailure } from './call-results.js';
 import { AGENT_QUIET_MS, CALLER_LINES, CALL_STEP_GROUPS } from './call-script.js';
 import { speechOnly, steadyGaps, utteranceGaps } from './frame-gaps.js';
 import type { CallRecord, CallerSlot, ToWorker, WorkerMessage, WorkerRun } from './ipc.js';
 import { ProcessSampler, epochNow } from './process-sampler.js';
+import { REDIAL_AFTER_FAILURE_MS, isRefusal, redialAfterMs } from './redial.js';
 
 const send = (m: WorkerMessage) => process.send!(m);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
 /** Silence between two lines of a relay call, ms. */
 const RELAY_PAUSE_MS = 1500;
-
-/** Pause before redialling after a failed call, ms. */
-const REDIAL_AFTER_FAILURE_MS = 1000;
-/** Caps the wait a refusal's `Retry-After` asks for, so a slot dials again within the run. */
-const MAX_RETRY_AFTER_MS = 30_000;
 
 /** Calls open now, hung up when the parent says stop. */
 const live = new Set<TwilioCallerSimulator>();
@@ -78,11 +74,9 @@ async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
   } catch (err) {
     rec.endedAt = epochNow();
     const at = ((dialledAt - run.runStartAt) / 1000).toFixed(1);
-    const refused = err instanceof StreamRefusedError && err.status === 503;
+    const refused = isRefusal(err);
     rec.failure = failure(callSid, refused ? 'refused' : 'connect', `${err instanceof Error ? err.message : String(err)} (dialled ${at} s into the run, gave up after ${((rec.endedAt - dialledAt) / 1000).toFixed(1)} s)`);
-    // A refused call goes elsewhere for the Retry-After the gateway gave (as a load balancer reading /readyz would send it), rather than straight back.
-    const retryAfterMs = refused && err.retryAfterS !== null ? Math.min(err.retryAfterS * 1000, MAX_RETRY_AFTER_MS) : 0;
-    return { record: rec, redialAfterMs: Math.max(REDIAL_AFTER_FAILURE_MS, retryAfterMs) };
+    return { record: rec, redialAfterMs: redialAfterMs(err) };
   }
   rec.connectedAt = epochNow();
   live.add(call);
@@ -129,10 +123,10 @@ async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
 async function runSlot(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint8Array>): Promise<void> {
   await sleep(slot.startAt - epochNow());
   while (!stopping && epochNow() < run.steadyEndAt) {
-    const { record, redialAfterMs } = await oneCall(run, slot, clips);
+    const { record, redialAfterMs: waitMs } = await oneCall(run, slot, clips);
     send({ kind: 'call', record });
     // A caller whose call failed waits before redialling, as people do, rather than hammering a struggling server.
-    if (redialAfterMs > 0) await sleep(Math.min(redialAfterMs, run.steadyEndAt - epochNow()));
+    if (waitMs > 0) await sleep(Math.min(waitMs, run.steadyEndAt - epochNow()));
   }
 }
 

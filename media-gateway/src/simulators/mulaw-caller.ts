@@ -40,6 +40,18 @@ export class StreamRefusedError extends Error {
   }
 }
 
+/**
+ * Seconds a `Retry-After` header asks to wait (RFC 9110 §10.2.3): delay-seconds, or an
+ * HTTP-date (seconds until then, 0 once past). Null when absent or neither.
+ */
+export function parseRetryAfter(value: string | undefined, nowMs = Date.now()): number | null {
+  if (value === undefined) return null;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v);
+  const at = /[a-z]/i.test(v) ? Date.parse(v) : NaN;
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - nowMs) / 1000));
+}
+
 /** Opens a WebSocket as a carrier would; rejects with {@link StreamRefusedError} when the upgrade is answered 403/404/…. */
 export async function openCarrierSocket(url: string, headers: Record<string, string>, connectTimeoutMs = 5000): Promise<WebSocket> {
   const ws = new WebSocket(url, { headers, handshakeTimeout: connectTimeoutMs });
@@ -48,8 +60,7 @@ export async function openCarrierSocket(url: string, headers: Record<string, str
     ws.once('unexpected-response', (req, res) => {
       res.resume();
       req.destroy();
-      const retryAfter = Number(res.headers['retry-after']);
-      reject(new StreamRefusedError(res.statusCode ?? 0, res.headers['retry-after'] !== undefined && Number.isFinite(retryAfter) ? retryAfter : null));
+      reject(new StreamRefusedError(res.statusCode ?? 0, parseRetryAfter(res.headers['retry-after'])));
     });
     ws.once('error', reject);
   });
