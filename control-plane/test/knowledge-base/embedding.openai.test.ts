@@ -230,6 +230,8 @@ describe('embedding endpoint details', () => {
     expect(parseRetryAfter(new Headers({ 'retry-after': 'Thu, 01 Jan 2026 00:00:05 GMT' }), now)).toBe(5000);
     expect(parseRetryAfter(new Headers({ 'retry-after': '3600' }), now)).toBeUndefined();
     expect(parseRetryAfter(new Headers({ 'retry-after': 'soon' }), now)).toBeUndefined();
+    // Junk V8 would read as a date in 2001 (a wait of 0): the backoff applies instead.
+    expect(parseRetryAfter(new Headers({ 'retry-after': '-1' }), now)).toBeUndefined();
     expect(parseRetryAfter(new Headers(), now)).toBeUndefined();
   });
 });

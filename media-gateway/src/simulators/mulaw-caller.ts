@@ -9,6 +9,7 @@
 import { EventEmitter } from 'node:events';
 import { WebSocket } from 'ws';
 import type { RawData } from 'ws';
+import { retryAfterMs } from '@vap/shared';
 import { decodeMediaPayload } from '../twilio/serializer.js';
 import { CallerPlayback } from './caller-playback.js';
 import type { PlayedChunk } from './caller-playback.js';
@@ -40,18 +41,6 @@ export class StreamRefusedError extends Error {
   }
 }
 
-/**
- * Seconds a `Retry-After` header asks to wait (RFC 9110 §10.2.3): delay-seconds, or an
- * HTTP-date (seconds until then, 0 once past). Null when absent or neither.
- */
-export function parseRetryAfter(value: string | undefined, nowMs = Date.now()): number | null {
-  if (value === undefined) return null;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v);
-  const at = /[a-z]/i.test(v) ? Date.parse(v) : NaN;
-  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - nowMs) / 1000));
-}
-
 /** Opens a WebSocket as a carrier would; rejects with {@link StreamRefusedError} when the upgrade is answered 403/404/…. */
 export async function openCarrierSocket(url: string, headers: Record<string, string>, connectTimeoutMs = 5000): Promise<WebSocket> {
   const ws = new WebSocket(url, { headers, handshakeTimeout: connectTimeoutMs });
@@ -60,7 +49,8 @@ export async function openCarrierSocket(url: string, headers: Record<string, str
     ws.once('unexpected-response', (req, res) => {
       res.resume();
       req.destroy();
-      reject(new StreamRefusedError(res.statusCode ?? 0, parseRetryAfter(res.headers['retry-after'])));
+      const waitMs = retryAfterMs(res.headers['retry-after']);
+      reject(new StreamRefusedError(res.statusCode ?? 0, waitMs === undefined ? null : Math.ceil(waitMs / 1000)));
     });
     ws.once('error', reject);
   });

@@ -5,6 +5,7 @@
  * retry loop lets it honour `Retry-After` and treat every compatible server alike.
  */
 import { z } from 'zod';
+import { retryAfterMs } from '@vap/shared';
 import type { Embedder } from '../types.js';
 import { normaliseInPlace } from './vectors.js';
 
@@ -217,20 +218,12 @@ export function backoffMs(attempt: number, baseMs: number): number {
 }
 
 /**
- * The wait a response asks for: OpenAI's `retry-after-ms`, else `Retry-After` in seconds or
- * as an HTTP date; undefined when absent, unparsable or beyond two minutes.
+ * The wait a response asks for: OpenAI's `retry-after-ms`, else `Retry-After` (seconds or an
+ * HTTP date, `retryAfterMs`); undefined when absent, unparsable or beyond two minutes.
  */
 export function parseRetryAfter(headers: Headers, now: number = Date.now()): number | undefined {
   const ms = headers.get('retry-after-ms');
-  let wait: number | undefined;
-  if (ms !== null && /^\d+(\.\d+)?$/.test(ms.trim())) wait = Number(ms);
-  else {
-    const raw = headers.get('retry-after')?.trim();
-    if (raw !== undefined && raw !== '') {
-      if (/^\d+(\.\d+)?$/.test(raw)) wait = Number(raw) * 1000;
-      else if (!Number.isNaN(Date.parse(raw))) wait = Math.max(0, Date.parse(raw) - now);
-    }
-  }
+  const wait = ms !== null && /^\d+(\.\d+)?$/.test(ms.trim()) ? Number(ms) : retryAfterMs(headers.get('retry-after'), now);
   return wait !== undefined && wait <= MAX_RETRY_AFTER_MS ? Math.ceil(wait) : undefined;
 }
 
