@@ -24,12 +24,15 @@ import { bistroAgent, dial as dialAgent, standInControlPlane } from '../gateway-
 const logger = pino({ level: 'silent' });
 let gw: MediaGateway | undefined;
 let sims: TwilioCallerSimulator[] = [];
+/** What the gateway used, closed after it (providers, bus). */
+let closeAfterGateway: (() => Promise<void>)[] = [];
 
 afterEach(async () => {
   for (const s of sims) s.drop();
   sims = [];
   await gw?.close();
   gw = undefined;
+  for (const close of closeAfterGateway.splice(0)) await close();
 });
 
 async function start(env: Record<string, string>): Promise<{ gw: MediaGateway; legs: TwilioLeg[]; streamUrl: string }> {
@@ -135,42 +138,33 @@ describe('gateway admission, its calls on pipeline threads', () => {
     const providers = await startProviders({});
     const agentId = newId('agt');
     const controlPlane = standInControlPlane(bus, new Map<string, AgentConfig>([[agentId, bistroAgent()]]));
-    try {
-      // A real pipeline thread whose loop stalls 2.5 s when the first session opens on it (the fixture).
-      const started = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', PIPELINE_THREADS: '1', GATEWAY_OVERLOAD_LAG_MS: '200' }), {
-        bus,
-        logger,
-        providers,
-        pipelineWorkerUrl: new URL('../fixtures/lagging-pipeline-worker.mjs', import.meta.url),
-      });
-      gw = started;
-      const first = await dialAgent(started, providers, agentId, 'ten_1', ['Hello']);
-      sims.push(first.call);
-      // The gateway's loop is free: only the thread's unanswered pings tell it is behind.
-      await vi.waitFor(async () => expect((await fetch(`${started.url}/readyz`)).status).toBe(503), { timeout: 2000, interval: 25 });
-      const refusedBefore = mediaStreamClosed.get('overloaded');
-      await expect(dialAgent(started, providers, agentId, 'ten_1', ['Hello'])).rejects.toEqual(new StreamRefusedError(503, 5));
-      expect(mediaStreamClosed.get('overloaded') - refusedBefore).toBe(1);
-      expect(started.sessions!.activeCalls).toBe(1);
-      // Nothing of the greeting yet: the session waits on the stalled thread.
-      expect(first.call.heardAgentAudioMs).toBe(0);
+    closeAfterGateway = [() => controlPlane.subscription.close(), () => providers.close(), () => bus.close()];
+    // A real pipeline thread whose loop stalls 2.5 s when the first session opens on it (the fixture).
+    const started = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', PIPELINE_THREADS: '1', GATEWAY_OVERLOAD_LAG_MS: '200' }), {
+      bus,
+      logger,
+      providers,
+      pipelineWorkerUrl: new URL('../fixtures/lagging-pipeline-worker.mjs', import.meta.url),
+    });
+    gw = started;
+    const first = await dialAgent(started, providers, agentId, 'ten_1', ['Hello']);
+    sims.push(first.call);
+    // The gateway's loop is free: only the thread's unanswered pings tell it is behind.
+    await vi.waitFor(async () => expect((await fetch(`${started.url}/readyz`)).status).toBe(503), { timeout: 2000, interval: 25 });
+    const refusedBefore = mediaStreamClosed.get('overloaded');
+    await expect(dialAgent(started, providers, agentId, 'ten_1', ['Hello'])).rejects.toEqual(new StreamRefusedError(503, 5));
+    expect(mediaStreamClosed.get('overloaded') - refusedBefore).toBe(1);
+    expect(started.sessions!.activeCalls).toBe(1);
+    // Nothing of the greeting yet: the session waits on the stalled thread.
+    expect(first.call.heardAgentAudioMs).toBe(0);
 
-      await vi.waitFor(async () => expect((await fetch(`${started.url}/readyz`)).status).toBe(200), { timeout: 5000, interval: 50 });
-      // The call that was running is answered, not dropped.
-      await vi.waitFor(() => expect(first.call.heardAgentAudioMs).toBeGreaterThan(1000), { timeout: 10_000, interval: 50 });
-      expect(started.sessions!.activeCalls).toBe(1);
-      const next = await dialAgent(started, providers, agentId, 'ten_1', ['Hello']);
-      sims.push(next.call);
-      await vi.waitFor(() => expect(next.call.heardAgentAudioMs).toBeGreaterThan(1000), { timeout: 10_000, interval: 50 });
-      expect(started.sessions!.activeCalls).toBe(2);
-    } finally {
-      for (const s of sims) s.drop();
-      sims = [];
-      await gw?.close();
-      gw = undefined;
-      await controlPlane.subscription.close();
-      await providers.close();
-      await bus.close();
-    }
+    await vi.waitFor(async () => expect((await fetch(`${started.url}/readyz`)).status).toBe(200), { timeout: 5000, interval: 50 });
+    // The call that was running is answered, not dropped.
+    await vi.waitFor(() => expect(first.call.heardAgentAudioMs).toBeGreaterThan(1000), { timeout: 10_000, interval: 50 });
+    expect(started.sessions!.activeCalls).toBe(1);
+    const next = await dialAgent(started, providers, agentId, 'ten_1', ['Hello']);
+    sims.push(next.call);
+    await vi.waitFor(() => expect(next.call.heardAgentAudioMs).toBeGreaterThan(1000), { timeout: 10_000, interval: 50 });
+    expect(started.sessions!.activeCalls).toBe(2);
   }, 30_000);
 });

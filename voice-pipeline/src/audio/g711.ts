@@ -90,8 +90,7 @@ function encodeWith(table: Uint8Array, pcm: Int16Array): Uint8Array {
   return out;
 }
 
-function decodeWith(table: Int16Array, bytes: Uint8Array): Int16Array {
-  const out = new Int16Array(bytes.length);
+function decodeWith(table: Int16Array, bytes: Uint8Array, out: Int16Array = new Int16Array(bytes.length)): Int16Array {
   for (let i = 0; i < bytes.length; i++) out[i] = table[bytes[i]!]!;
   return out;
 }
@@ -109,8 +108,7 @@ export function mulawDecode(bytes: Uint8Array): Int16Array {
 /** {@link mulawDecode} into `out` (exactly `bytes.length` samples long), for a caller that reuses one buffer per frame. Returns `out`. */
 export function mulawDecodeInto(bytes: Uint8Array, out: Int16Array): Int16Array {
   if (out.length !== bytes.length) throw new RangeError(`mulawDecodeInto: ${bytes.length} bytes into ${out.length} samples`);
-  for (let i = 0; i < bytes.length; i++) out[i] = MULAW_DECODE[bytes[i]!]!;
-  return out;
+  return decodeWith(MULAW_DECODE, bytes, out);
 }
 
 /** Encodes signed 16-bit PCM to A-law, one byte per sample. Returns a new array. */
