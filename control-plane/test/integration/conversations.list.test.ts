@@ -84,6 +84,10 @@ describe('GET /api/v1/conversations', () => {
     expect(p1).toMatchObject({ total: 5, totalPages: 3, pageSize: 2 });
     expect(p1.data.map((c: { id: string }) => c.id)).toEqual([ids.e, ids.a]);
     expect(p3.data.map((c: { id: string }) => c.id)).toEqual([ids.d]);
+    expect(p3).toMatchObject({ page: 3, total: 5, totalPages: 3 });
+    // Past the end: no rows, and still the total.
+    expect((await list(`?${MARCH}&pageSize=2&page=4`)).json()).toMatchObject({ data: [], page: 4, total: 5, totalPages: 3 });
+    expect((await list(`?${MARCH}&agentId=agt_none`)).json()).toMatchObject({ data: [], page: 1, total: 0, totalPages: 0 });
     const byDurationDesc = await idsOf(`?${MARCH}&sortBy=durationSeconds`);
     expect(byDurationDesc).toEqual([ids.b, ids.c, ids.a, ids.e, ids.d]);
     expect((await idsOf(`?${MARCH}&sortBy=cost`)).at(-1)).toBe(ids.d);

@@ -1,9 +1,10 @@
-import { and, asc, count, desc, eq, ilike, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, ilike, sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
 import pg from 'pg';
 import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
+import { pageWithTotal } from '../../db/page-query.js';
 import { ReadCoalescer } from '../../db/read-coalescer.js';
 import { agents } from '../../db/schema/agents.js';
 import { webhooks } from '../../db/schema/webhooks.js';
@@ -259,18 +260,7 @@ export class AgentRepository {
       where.push(q.tagsMatch === 'all' ? sql`${agents.tags} @> ${arr}` : sql`${agents.tags} && ${arr}`);
     }
     const order = q.sortOrder === 'asc' ? asc : desc;
-    const cond = and(...where);
-    const [rows, totals] = await Promise.all([
-      this.db
-        .select()
-        .from(agents)
-        .where(cond)
-        .orderBy(order(SORT_COLUMNS[q.sortBy]), order(agents.id))
-        .limit(q.pageSize)
-        .offset(offsetOf(q)),
-      this.db.select({ n: count() }).from(agents).where(cond),
-    ]);
-    return { rows, total: totals[0]?.n ?? 0 };
+    return pageWithTotal(this.db, agents, { where: and(...where), orderBy: [order(SORT_COLUMNS[q.sortBy]), order(agents.id)], limit: q.pageSize, offset: offsetOf(q) });
   }
 
   /**

@@ -1,5 +1,6 @@
-import { and, asc, count, desc, eq, isNull, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
+import { pageWithTotal } from '../../db/page-query.js';
 import { apiKeys } from '../../db/schema/api-keys.js';
 import { offsetOf } from '../../http/pagination.js';
 import type { ListApiKeysQuery } from './schemas.js';
@@ -30,17 +31,12 @@ export class ApiKeyRepository {
     const cond = and(eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt));
     const order = q.sortOrder === 'asc' ? asc : desc;
     const column = SORT_COLUMNS[q.sortBy];
-    const [rows, totals] = await Promise.all([
-      this.db
-        .select()
-        .from(apiKeys)
-        .where(cond)
-        .orderBy(q.sortOrder === 'asc' ? sql`${column} asc nulls first` : sql`${column} desc nulls last`, order(apiKeys.id))
-        .limit(q.pageSize)
-        .offset(offsetOf(q)),
-      this.db.select({ n: count() }).from(apiKeys).where(cond),
-    ]);
-    return { rows, total: totals[0]?.n ?? 0 };
+    return pageWithTotal(this.db, apiKeys, {
+      where: cond,
+      orderBy: [q.sortOrder === 'asc' ? sql`${column} asc nulls first` : sql`${column} desc nulls last`, order(apiKeys.id)],
+      limit: q.pageSize,
+      offset: offsetOf(q),
+    });
   }
 
   /** Revokes at once: the next request with the key is refused. False when missing or already revoked. */

@@ -1,8 +1,9 @@
-import { and, arrayContains, asc, count, desc, eq, gte, isNotNull, lt, lte, notInArray, sql } from 'drizzle-orm';
+import { and, arrayContains, asc, desc, eq, gte, isNotNull, lt, lte, notInArray, sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { sessionMessageSchema, transcriptTurnSchema } from '@vap/shared';
 import type { Db } from '../../db/database.js';
+import { pageWithTotal } from '../../db/page-query.js';
 import { agentVersions } from '../../db/schema/agent-versions.js';
 import { agents } from '../../db/schema/agents.js';
 import { conversationMessages, conversations, gatewayHeartbeats, transcriptTurns } from '../../db/schema/conversations.js';
@@ -181,24 +182,15 @@ export class ConversationRepository {
     const dir = q.sortOrder === 'asc' ? asc : desc;
     // Unpriced and in-progress rows sort last either way.
     const order = q.sortBy === 'durationSeconds' ? [sql`${c.durationSeconds} ${sql.raw(q.sortOrder)} nulls last`] : q.sortBy === 'cost' ? [sql`${c.costTotalUsd} ${sql.raw(q.sortOrder)} nulls last`] : [dir(c.startedAt)];
-    const [rows, [total]] = await Promise.all([
-      this.db
-        .select()
-        .from(c)
-        .where(where)
-        .orderBy(...order, dir(c.id))
-        .limit(q.pageSize)
-        .offset(offsetOf(q)),
-      this.db.select({ n: count() }).from(c).where(where),
-    ]);
-    return { rows, total: total?.n ?? 0 };
+    return pageWithTotal(this.db, c, { where, orderBy: [...order, dir(c.id)], limit: q.pageSize, offset: offsetOf(q) });
   }
 
   /**
    * Statistics of one agent's conversations started in `[dateFrom, dateTo]`, in one
-   * statement over the same rows the list returns for those filters.
+   * statement over the same rows the list returns for those filters; undefined when the
+   * tenant has no such agent (checked in the same statement: one round trip).
    */
-  async agentStats(tenantId: string, agentId: string, range: { dateFrom?: string; dateTo?: string }): Promise<AgentStatsRow> {
+  async agentStats(tenantId: string, agentId: string, range: { dateFrom?: string; dateTo?: string }): Promise<AgentStatsRow | undefined> {
     const c = conversations;
     const filtered = this.db
       .select({ channel: c.channel, outcome: c.outcome, durationSeconds: c.durationSeconds, costTotalUsd: c.costTotalUsd, analysis: c.analysis })
@@ -206,6 +198,7 @@ export class ConversationRepository {
       .where(listWhere(tenantId, { agentId, ...range }))
       .as('f');
     const result = await this.db.execute<{
+      agent_found: boolean;
       total: number;
       total_duration: string | null;
       avg_duration: string | null;
@@ -217,6 +210,7 @@ export class ConversationRepository {
     }>(sql`
       with f as (select * from ${filtered})
       select
+        exists (select 1 from ${agents} where ${agents.tenantId} = ${tenantId} and ${agents.id} = ${agentId}) as agent_found,
         (select count(*)::int from f) as total,
         (select sum(duration_seconds) from f) as total_duration,
         (select avg(duration_seconds) from f) as avg_duration,
@@ -227,6 +221,7 @@ export class ConversationRepository {
         (select jsonb_object_agg(outcome, n) from (select outcome, count(*)::int as n from f where outcome is not null group by outcome) y) as by_outcome
     `);
     const r = result.rows[0]!;
+    if (!r.agent_found) return undefined;
     const num = (v: string | null) => (v === null ? null : Number(v));
     return {
       total: r.total,

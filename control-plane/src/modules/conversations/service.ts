@@ -41,11 +41,11 @@ export class ConversationService {
 
   /** Statistics of an agent's conversations (the list's rows for the same agent and dates). */
   async agentStats(p: Principal, agentId: string, q: AgentStatsQuery): Promise<AgentStatsView> {
-    if (!(await this.deps.repo.agentForCall(p.tenantId, agentId))) throw new AppError('not-found', `Agent ${agentId} was not found.`);
     const today = new Date((this.deps.now ?? Date.now)()).toISOString().slice(0, 10);
     const dateTo = q.dateTo ?? today;
     const dateFrom = q.dateFrom ?? new Date(dateRange(undefined, dateTo).to!.getTime() - 29 * 86_400_000).toISOString().slice(0, 10);
     const s = await this.deps.repo.agentStats(p.tenantId, agentId, { dateFrom, dateTo });
+    if (!s) throw new AppError('not-found', `Agent ${agentId} was not found.`);
     return {
       agentId,
       period: { from: dateFrom, to: dateTo },

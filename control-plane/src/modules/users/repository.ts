@@ -2,6 +2,7 @@ import { and, asc, count, desc, eq, getTableColumns, gt, ilike, isNull, or, sql 
 import type { SQL } from 'drizzle-orm';
 import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
+import { pageWithTotal } from '../../db/page-query.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { tenants } from '../../db/schema/tenants.js';
 import { authSessions, invitations, users } from '../../db/schema/users.js';
@@ -153,11 +154,7 @@ export class UserRepository {
   async listPendingInvitations(tenantId: string, q: ListInvitationsQuery, now: Date): Promise<{ rows: InvitationRow[]; total: number }> {
     const cond = and(eq(invitations.tenantId, tenantId), eq(invitations.status, 'pending'), gt(invitations.expiresAt, now));
     const order = q.sortOrder === 'asc' ? asc : desc;
-    const [rows, totals] = await Promise.all([
-      this.db.select().from(invitations).where(cond).orderBy(order(invitations.createdAt), order(invitations.id)).limit(q.pageSize).offset(offsetOf(q)),
-      this.db.select({ n: count() }).from(invitations).where(cond),
-    ]);
-    return { rows, total: totals[0]?.n ?? 0 };
+    return pageWithTotal(this.db, invitations, { where: cond, orderBy: [order(invitations.createdAt), order(invitations.id)], limit: q.pageSize, offset: offsetOf(q) });
   }
 
   /** Revokes a pending invitation (its link stops working at once). False when it is not pending in this tenant. */

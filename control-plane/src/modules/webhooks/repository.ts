@@ -1,6 +1,7 @@
-import { and, asc, count, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
+import { pageWithTotal } from '../../db/page-query.js';
 import { agents } from '../../db/schema/agents.js';
 import { webhookDeliveries, webhookDeliveryAttempts, webhookEvents, webhooks } from '../../db/schema/webhooks.js';
 import type { ListDeliveriesQuery, ListWebhooksQuery } from './schemas.js';
@@ -39,17 +40,7 @@ export class WebhookRepository {
     const where = and(eq(webhooks.tenantId, tenantId), q.agentId ? eq(webhooks.agentId, q.agentId) : undefined);
     const dir = q.sortOrder === 'asc' ? asc : desc;
     const column = q.sortBy === 'url' ? webhooks.url : webhooks.createdAt;
-    const [rows, [total]] = await Promise.all([
-      this.db
-        .select()
-        .from(webhooks)
-        .where(where)
-        .orderBy(dir(column), dir(webhooks.id))
-        .limit(q.pageSize)
-        .offset((q.page - 1) * q.pageSize),
-      this.db.select({ n: count() }).from(webhooks).where(where),
-    ]);
-    return { rows, total: total?.n ?? 0 };
+    return pageWithTotal(this.db, webhooks, { where, orderBy: [dir(column), dir(webhooks.id)], limit: q.pageSize, offset: (q.page - 1) * q.pageSize });
   }
 
   async update(tenantId: string, id: string, set: Partial<Pick<NewWebhook, 'url' | 'events' | 'enabled' | 'secretSealed' | 'secretHint'>>): Promise<WebhookRow | undefined> {
@@ -75,18 +66,9 @@ export class WebhookRepository {
     const filters: (SQL | undefined)[] = [eq(d.webhookId, webhookId), q.status ? eq(d.status, q.status) : undefined, q.eventType ? eq(d.eventType, q.eventType) : undefined];
     const where = and(...filters);
     const dir = q.sortOrder === 'asc' ? asc : desc;
-    const [rows, [total]] = await Promise.all([
-      this.db
-        .select()
-        .from(d)
-        .where(where)
-        .orderBy(dir(d.createdAt), dir(d.eventId))
-        .limit(q.pageSize)
-        .offset((q.page - 1) * q.pageSize),
-      this.db.select({ n: count() }).from(d).where(where),
-    ]);
+    const { rows, total } = await pageWithTotal(this.db, d, { where, orderBy: [dir(d.createdAt), dir(d.eventId)], limit: q.pageSize, offset: (q.page - 1) * q.pageSize });
     const attempts = rows.length === 0 ? [] : await this.attemptsOf(webhookId, rows.map((r) => r.eventId));
-    return { rows, attempts, total: total?.n ?? 0 };
+    return { rows, attempts, total };
   }
 
   async delivery(webhookId: string, eventId: string): Promise<{ row: DeliveryRow; attempts: AttemptRow[]; body: string } | undefined> {
