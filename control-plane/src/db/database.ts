@@ -4,6 +4,7 @@ import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import * as schema from './schema/index.js';
+import { StatementNames, namingClient } from './statement-names.js';
 
 export type Db = NodePgDatabase<typeof schema>;
 
@@ -19,7 +20,8 @@ const MIGRATIONS_DIR = fileURLToPath(new URL('../../drizzle', import.meta.url));
 const MIGRATION_LOCK_ID = 7_361_001;
 
 export function openDatabase(url: string, poolSize: number): Database {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
+  // Statements used more than once go as named statements: Postgres parses each text once per connection.
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000, Client: namingClient(new StatementNames()) });
   // An idle client that loses its server emits 'error'; without a listener that kills the process.
   pool.on('error', () => undefined);
   const db = drizzle(pool, { schema });
