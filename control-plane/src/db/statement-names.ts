@@ -5,8 +5,9 @@ import pg from 'pg';
  * analyses each text once per connection instead of on every execution (drizzle sends every
  * query unnamed). A text is named from its {@link SEEN_BEFORE_NAMING}th use, so one-off
  * texts never become server-side statements; at most {@link MAX_NAMES} texts are named per
- * process, after which new texts run unnamed as before. Only parameterized texts are named:
- * a text without parameters may hold several statements, which a named statement cannot.
+ * process, after which new texts run unnamed as before, and texts longer than
+ * {@link MAX_TEXT_LENGTH} never are. Only parameterized texts are named: a text without
+ * parameters may hold several statements, which a named statement cannot.
  */
 export class StatementNames {
   private readonly names = new Map<string, string>();
@@ -19,12 +20,15 @@ export class StatementNames {
 
   /** The name to send `text` under, or undefined to send it unnamed. */
   nameFor(text: string): string | undefined {
+    // A long text (a bulk insert of many rows, say) costs more to execute than to parse, and
+    // keeping it would cost memory here and on the server.
+    if (text.length > MAX_TEXT_LENGTH) return undefined;
     const known = this.names.get(text);
     if (known !== undefined || this.names.size >= this.maxNames) return known;
     const uses = (this.seen.get(text) ?? 0) + 1;
     if (uses < this.seenBeforeNaming) {
       // Bounded like the names: past the bound, a new text is simply counted again later.
-      if (this.seen.size < this.maxNames * 4) this.seen.set(text, uses);
+      if (this.seen.size < this.maxNames) this.seen.set(text, uses);
       return undefined;
     }
     this.seen.delete(text);
@@ -39,7 +43,9 @@ export class StatementNames {
 }
 
 /** Distinct statement texts named per process (each costs a few KB per connection on the server). */
-export const MAX_NAMES = 1_000;
+export const MAX_NAMES = 500;
+/** Longest text named, in characters (the hot ones are under 1,200: the agent statistics statement is the longest). */
+export const MAX_TEXT_LENGTH = 8_192;
 /** Uses of a text before it is named. */
 export const SEEN_BEFORE_NAMING = 2;
 

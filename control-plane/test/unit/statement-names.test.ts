@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StatementNames } from '../../src/db/statement-names.js';
+import { MAX_TEXT_LENGTH, StatementNames } from '../../src/db/statement-names.js';
 
 describe('StatementNames', () => {
   it('names a text from its second use on, and keeps its name', () => {
@@ -27,5 +27,14 @@ describe('StatementNames', () => {
     expect(names.nameFor('c $1')).toBeUndefined();
     expect(names.size).toBe(2);
     expect([names.nameFor('a $1'), names.nameFor('b $1')]).toEqual([a, b]);
+  });
+
+  it('never names a text longer than the bound', () => {
+    const names = new StatementNames(10, 1);
+    const long = `insert into t values ${Array.from({ length: 2000 }, (_, i) => `($${i + 1})`).join(', ')}`;
+    expect(long.length).toBeGreaterThan(MAX_TEXT_LENGTH);
+    expect(names.nameFor(long)).toBeUndefined();
+    expect(names.nameFor(long)).toBeUndefined();
+    expect(names.size).toBe(0);
   });
 });
