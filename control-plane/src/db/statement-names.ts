@@ -1,5 +1,12 @@
 import pg from 'pg';
 
+/** Distinct statement texts named per process (each costs a few KB per connection on the server). */
+export const MAX_NAMES = 500;
+/** Longest text named, in characters (the hot ones are under 1,200: the agent statistics statement is the longest). */
+export const MAX_TEXT_LENGTH = 8_192;
+/** Uses of a text before it is named. */
+export const SEEN_BEFORE_NAMING = 2;
+
 /**
  * Names for the statements the platform sends again and again, so that Postgres parses and
  * analyses each text once per connection instead of on every execution (drizzle sends every
@@ -27,8 +34,10 @@ export class StatementNames {
     if (known !== undefined || this.names.size >= this.maxNames) return known;
     const uses = (this.seen.get(text) ?? 0) + 1;
     if (uses < this.seenBeforeNaming) {
-      // Bounded like the names: past the bound, a new text is simply counted again later.
-      if (this.seen.size < this.maxNames) this.seen.set(text, uses);
+      // Bounded like the names: when full, the counts start over, which forgets the one-off
+      // texts (a hot text is soon counted again) and never shuts a later hot text out.
+      if (this.seen.size >= this.maxNames) this.seen.clear();
+      this.seen.set(text, uses);
       return undefined;
     }
     this.seen.delete(text);
@@ -41,13 +50,6 @@ export class StatementNames {
     return this.names.size;
   }
 }
-
-/** Distinct statement texts named per process (each costs a few KB per connection on the server). */
-export const MAX_NAMES = 500;
-/** Longest text named, in characters (the hot ones are under 1,200: the agent statistics statement is the longest). */
-export const MAX_TEXT_LENGTH = 8_192;
-/** Uses of a text before it is named. */
-export const SEEN_BEFORE_NAMING = 2;
 
 type QueryConfig = { text?: unknown; name?: unknown; values?: unknown; submit?: unknown };
 

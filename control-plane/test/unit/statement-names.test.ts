@@ -29,6 +29,14 @@ describe('StatementNames', () => {
     expect([names.nameFor('a $1'), names.nameFor('b $1')]).toEqual([a, b]);
   });
 
+  it('still names a text that turns hot after its count of one-off texts filled', () => {
+    const names = new StatementNames(2, 2);
+    expect(names.nameFor('one-off a $1')).toBeUndefined();
+    expect(names.nameFor('one-off b $1')).toBeUndefined();
+    expect(names.nameFor('hot $1')).toBeUndefined();
+    expect(names.nameFor('hot $1')).toMatch(/^vap_\d+$/);
+  });
+
   it('never names a text longer than the bound', () => {
     const names = new StatementNames(10, 1);
     const long = `insert into t values ${Array.from({ length: 2000 }, (_, i) => `($${i + 1})`).join(', ')}`;
