@@ -10,7 +10,6 @@ import { agents } from '../../db/schema/agents.js';
 import { webhooks } from '../../db/schema/webhooks.js';
 import type { AgentStatus } from '../../db/schema/agents.js';
 import { agentVersions } from '../../db/schema/agent-versions.js';
-import { offsetOf } from '../../http/pagination.js';
 import { syncAgentKnowledgeBase } from '../knowledge-base/assignments.js';
 import type { ListAgentsQuery } from './schemas.js';
 
@@ -260,7 +259,7 @@ export class AgentRepository {
       where.push(q.tagsMatch === 'all' ? sql`${agents.tags} @> ${arr}` : sql`${agents.tags} && ${arr}`);
     }
     const order = q.sortOrder === 'asc' ? asc : desc;
-    return pageWithTotal(this.db, agents, { where: and(...where), orderBy: [order(SORT_COLUMNS[q.sortBy]), order(agents.id)], limit: q.pageSize, offset: offsetOf(q) });
+    return pageWithTotal(this.db, agents, { where: and(...where), orderBy: [order(SORT_COLUMNS[q.sortBy]), order(agents.id)] }, q);
   }
 
   /**

@@ -2,7 +2,6 @@ import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { pageWithTotal } from '../../db/page-query.js';
 import { apiKeys } from '../../db/schema/api-keys.js';
-import { offsetOf } from '../../http/pagination.js';
 import type { ListApiKeysQuery } from './schemas.js';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -31,12 +30,8 @@ export class ApiKeyRepository {
     const cond = and(eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt));
     const order = q.sortOrder === 'asc' ? asc : desc;
     const column = SORT_COLUMNS[q.sortBy];
-    return pageWithTotal(this.db, apiKeys, {
-      where: cond,
-      orderBy: [q.sortOrder === 'asc' ? sql`${column} asc nulls first` : sql`${column} desc nulls last`, order(apiKeys.id)],
-      limit: q.pageSize,
-      offset: offsetOf(q),
-    });
+    const orderBy = [q.sortOrder === 'asc' ? sql`${column} asc nulls first` : sql`${column} desc nulls last`, order(apiKeys.id)];
+    return pageWithTotal(this.db, apiKeys, { where: cond, orderBy }, q);
   }
 
   /** Revokes at once: the next request with the key is refused. False when missing or already revoked. */

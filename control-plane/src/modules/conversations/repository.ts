@@ -13,7 +13,6 @@ import type { CarrierCallEventProvider } from '../../db/schema/carrier-call-even
 import { tenants } from '../../db/schema/tenants.js';
 import { deletedConversationUsage } from '../../db/schema/usage.js';
 import { webhookEvents } from '../../db/schema/webhooks.js';
-import { offsetOf } from '../../http/pagination.js';
 import { dateRange } from './schemas.js';
 import type { ListConversationsQuery } from './schemas.js';
 
@@ -182,7 +181,7 @@ export class ConversationRepository {
     const dir = q.sortOrder === 'asc' ? asc : desc;
     // Unpriced and in-progress rows sort last either way.
     const order = q.sortBy === 'durationSeconds' ? [sql`${c.durationSeconds} ${sql.raw(q.sortOrder)} nulls last`] : q.sortBy === 'cost' ? [sql`${c.costTotalUsd} ${sql.raw(q.sortOrder)} nulls last`] : [dir(c.startedAt)];
-    return pageWithTotal(this.db, c, { where, orderBy: [...order, dir(c.id)], limit: q.pageSize, offset: offsetOf(q) });
+    return pageWithTotal(this.db, c, { where, orderBy: [...order, dir(c.id)] }, q);
   }
 
   /**

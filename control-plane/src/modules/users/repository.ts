@@ -154,7 +154,7 @@ export class UserRepository {
   async listPendingInvitations(tenantId: string, q: ListInvitationsQuery, now: Date): Promise<{ rows: InvitationRow[]; total: number }> {
     const cond = and(eq(invitations.tenantId, tenantId), eq(invitations.status, 'pending'), gt(invitations.expiresAt, now));
     const order = q.sortOrder === 'asc' ? asc : desc;
-    return pageWithTotal(this.db, invitations, { where: cond, orderBy: [order(invitations.createdAt), order(invitations.id)], limit: q.pageSize, offset: offsetOf(q) });
+    return pageWithTotal(this.db, invitations, { where: cond, orderBy: [order(invitations.createdAt), order(invitations.id)] }, q);
   }
 
   /** Revokes a pending invitation (its link stops working at once). False when it is not pending in this tenant. */

@@ -40,7 +40,7 @@ export class WebhookRepository {
     const where = and(eq(webhooks.tenantId, tenantId), q.agentId ? eq(webhooks.agentId, q.agentId) : undefined);
     const dir = q.sortOrder === 'asc' ? asc : desc;
     const column = q.sortBy === 'url' ? webhooks.url : webhooks.createdAt;
-    return pageWithTotal(this.db, webhooks, { where, orderBy: [dir(column), dir(webhooks.id)], limit: q.pageSize, offset: (q.page - 1) * q.pageSize });
+    return pageWithTotal(this.db, webhooks, { where, orderBy: [dir(column), dir(webhooks.id)] }, q);
   }
 
   async update(tenantId: string, id: string, set: Partial<Pick<NewWebhook, 'url' | 'events' | 'enabled' | 'secretSealed' | 'secretHint'>>): Promise<WebhookRow | undefined> {
@@ -66,7 +66,7 @@ export class WebhookRepository {
     const filters: (SQL | undefined)[] = [eq(d.webhookId, webhookId), q.status ? eq(d.status, q.status) : undefined, q.eventType ? eq(d.eventType, q.eventType) : undefined];
     const where = and(...filters);
     const dir = q.sortOrder === 'asc' ? asc : desc;
-    const { rows, total } = await pageWithTotal(this.db, d, { where, orderBy: [dir(d.createdAt), dir(d.eventId)], limit: q.pageSize, offset: (q.page - 1) * q.pageSize });
+    const { rows, total } = await pageWithTotal(this.db, d, { where, orderBy: [dir(d.createdAt), dir(d.eventId)] }, q);
     const attempts = rows.length === 0 ? [] : await this.attemptsOf(webhookId, rows.map((r) => r.eventId));
     return { rows, attempts, total };
   }
