@@ -256,6 +256,12 @@ describe('renderCallReportHtml', () => {
     expect(html).toContain('gateway by thread · event loop: 2.6 ms');
     expect(html).toContain('gateway by thread · relay: 3 ms');
     expect(html).toContain('<td class="num">2.600 / 2.080 / 0.520</td>');
+    expect(html).toMatch(/<td>gateway Node flags<\/td>\s*<td>none<\/td>/);
+  });
+
+  it('shows the Node flags the gateway ran with among the settings', () => {
+    const html = renderCallReportHtml(withEdit((r) => (r.settings.gatewayNodeFlags = ['--max-semi-space-size=64', '--trace-gc'])));
+    expect(html).toMatch(/<td>gateway Node flags<\/td>\s*<td>--max-semi-space-size=64 --trace-gc<\/td>/);
   });
 
   it('colours a failed target and names it in the summary', () => {

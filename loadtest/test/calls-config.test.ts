@@ -23,12 +23,20 @@ describe('pnpm bench:calls options', () => {
     expect(c.maxCalls).toBeNull();
     expect(c.overloadLagMs).toBeNull();
     expect(c.gatewayLogFile).toBeNull();
+    expect(c.gatewayNodeFlags).toEqual([]);
   });
 
   it('reads every option, through a bare -- from pnpm', () => {
-    const c = loadCallBenchConfig(['--', '--calls', '200', '--ramp-sec', '20', '--steady-sec', '60', '--workers', '3', '--no-relay', '--stt-latency-ms', '150', '--out', '/tmp/x', '--cpu-prof', '/tmp/prof', '--pipeline-threads', '0', '--max-calls', '150', '--overload-lag-ms', '0', '--gateway-log', '/tmp/gw.log']);
-    expect(c).toEqual({ calls: 200, rampSec: 20, steadySec: 60, workers: 3, relay: false, sttLatencyMs: 150, outDir: '/tmp/x', cpuProfDir: '/tmp/prof', pipelineThreads: 0, maxCalls: 150, overloadLagMs: 0, gatewayLogFile: '/tmp/gw.log' });
+    const c = loadCallBenchConfig(['--', '--calls', '200', '--ramp-sec', '20', '--steady-sec', '60', '--workers', '3', '--no-relay', '--stt-latency-ms', '150', '--out', '/tmp/x', '--cpu-prof', '/tmp/prof', '--pipeline-threads', '0', '--max-calls', '150', '--overload-lag-ms', '0', '--gateway-log', '/tmp/gw.log', '--gateway-node-flags', ' --max-semi-space-size=64  --trace-gc ']);
+    expect(c).toEqual({ calls: 200, rampSec: 20, steadySec: 60, workers: 3, relay: false, sttLatencyMs: 150, outDir: '/tmp/x', cpuProfDir: '/tmp/prof', pipelineThreads: 0, maxCalls: 150, overloadLagMs: 0, gatewayLogFile: '/tmp/gw.log', gatewayNodeFlags: ['--max-semi-space-size=64', '--trace-gc'] });
     expect(loadCallBenchConfig(['--pipeline-threads', '4']).pipelineThreads).toBe(4);
+  });
+
+  it('takes no gateway flag that is not --name or --name=value (a value alone, a shell word)', () => {
+    for (const bad of ['--expose-gc x', '-e', '--eval=1;2 --', '--name="a b"', '--=1']) expect(problems([`--gateway-node-flags=${bad}`]), bad).toHaveLength(1);
+    // Flags start with '-', so the value goes after '=' (parseArgs reads a separate one as an option).
+    expect(loadCallBenchConfig(['--gateway-node-flags=--trace-gc --max-semi-space-size=8']).gatewayNodeFlags).toEqual(['--trace-gc', '--max-semi-space-size=8']);
+    expect(loadCallBenchConfig(['--gateway-node-flags', '']).gatewayNodeFlags).toEqual([]);
   });
 
   it('never has more caller processes than calls', () => {
@@ -36,9 +44,10 @@ describe('pnpm bench:calls options', () => {
   });
 
   it('lists every bad value at once, naming the option', () => {
-    const p = problems(['--calls', '0', '--ramp-sec=-1', '--steady-sec', '1.5', '--workers', 'two', '--stt-latency-ms', '99999', '--out', ' ', '--cpu-prof', '', '--pipeline-threads', '17', '--max-calls=-1', '--overload-lag-ms', '60001', '--gateway-log', ' ']);
-    expect(p).toHaveLength(11);
-    for (const name of ['--calls', '--ramp-sec', '--steady-sec', '--workers', '--stt-latency-ms', '--out', '--cpu-prof', '--pipeline-threads', '--max-calls', '--overload-lag-ms', '--gateway-log']) expect(p.some((x) => x.startsWith(`${name}:`)), name).toBe(true);
+    const p = problems(['--calls', '0', '--ramp-sec=-1', '--steady-sec', '1.5', '--workers', 'two', '--stt-latency-ms', '99999', '--out', ' ', '--cpu-prof', '', '--pipeline-threads', '17', '--max-calls=-1', '--overload-lag-ms', '60001', '--gateway-log', ' ', '--gateway-node-flags=--trace-gc max-semi-space-size=64']);
+    expect(p).toHaveLength(12);
+    expect(p.find((x) => x.startsWith('--gateway-node-flags:'))).toContain('"max-semi-space-size=64"');
+    for (const name of ['--calls', '--ramp-sec', '--steady-sec', '--workers', '--stt-latency-ms', '--out', '--cpu-prof', '--pipeline-threads', '--max-calls', '--overload-lag-ms', '--gateway-log', '--gateway-node-flags']) expect(p.some((x) => x.startsWith(`${name}:`)), name).toBe(true);
   });
 
   it('refuses unknown options and stray arguments', () => {

@@ -87,9 +87,11 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
   const entry = new URL(target === 'gateway' ? './gateway-process.ts' : './relay-process.ts', import.meta.url);
-  // `--cpu-prof <dir>`: a V8 CPU profile per thread of the server process (open it in Chrome DevTools or speedscope).
+  // `--cpu-prof <dir>`: a V8 CPU profile per thread of the server process (open it in Chrome DevTools or speedscope);
+  // `--gateway-node-flags`: runtime flags for the gateway's process only (the relay stays the same baseline).
   const profDir = config.cpuProfDir;
-  const server = track(started, new Child<ToServer, ServerMessage>(target, entry, [], profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []));
+  const nodeFlags = [...(target === 'gateway' ? config.gatewayNodeFlags : []), ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])];
+  const server = track(started, new Child<ToServer, ServerMessage>(target, entry, [], nodeFlags));
   const samples: RawSample[] = [];
   const gatewayEnds = new Map<string, GatewayCallEnd>();
   server.onMessage((m) => {
@@ -136,7 +138,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
       generator[i] = { cpuPercent: m.cpuPercent, loopDelayP99Ms: m.loopDelayP99Ms };
     });
   });
-  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s${ready.pipelineThreads === null ? '' : `, pipeline threads ${ready.pipelineThreads}`}${ready.admission === null ? '' : `, GATEWAY_MAX_CALLS ${ready.admission.maxCalls}, GATEWAY_OVERLOAD_LAG_MS ${ready.admission.overloadLagMs}`}`);
+  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s${ready.pipelineThreads === null ? '' : `, pipeline threads ${ready.pipelineThreads}`}${ready.admission === null ? '' : `, GATEWAY_MAX_CALLS ${ready.admission.maxCalls}, GATEWAY_OVERLOAD_LAG_MS ${ready.admission.overloadLagMs}`}${target === 'gateway' && config.gatewayNodeFlags.length > 0 ? `, node flags ${config.gatewayNodeFlags.join(' ')}` : ''}`);
   const ticker = setInterval(() => {
     const last = samples.at(-1);
     const failed = records.filter((r) => r.failure).length;
@@ -216,7 +218,7 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
 
   const base = buildCallReport({
     startedAt,
-    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, pipelineThreads: gateway.pipelineThreads, admission: gateway.admission, script: scriptForReport() },
+    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, pipelineThreads: gateway.pipelineThreads, admission: gateway.admission, gatewayNodeFlags: [...config.gatewayNodeFlags], script: scriptForReport() },
     machine: machineInfo(),
     cores: os.availableParallelism(),
     gateway: gateway.run,

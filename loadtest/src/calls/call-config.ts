@@ -31,9 +31,17 @@ export interface CallBenchConfig {
   overloadLagMs: number | null;
   /** The gateway's log, at debug level, goes to this file (`--gateway-log <file>`); null: no log. */
   gatewayLogFile: string | null;
+  /**
+   * Node and V8 flags for the gateway's process only (`--gateway-node-flags "<flags>"`, split on
+   * spaces, each `--name` or `--name=value`), e.g. `--max-semi-space-size=64` or `--trace-gc`, to
+   * measure a runtime setting against the default in alternating runs; empty: none.
+   */
+  gatewayNodeFlags: readonly string[];
 }
 
-export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--pipeline-threads <n>] [--max-calls <n>] [--overload-lag-ms <ms>] [--gateway-log <file>]';
+export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--pipeline-threads <n>] [--max-calls <n>] [--overload-lag-ms <ms>] [--gateway-log <file>] [--gateway-node-flags "<flags>"]';
+
+const NODE_FLAG = /^--[a-z0-9][a-z0-9_-]*(=\S+)?$/i;
 
 /** Bounds keep a run bounded in count and time (two targets of at most ramp + steady + a call's drain each). */
 export const CALL_BENCH_LIMITS = { calls: 1000, rampSec: 300, steadySec: 600, workers: 16, sttLatencyMs: 5000 } as const;
@@ -54,7 +62,7 @@ function intIn(raw: string | undefined, name: string, def: number, min: number, 
 export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): CallBenchConfig {
   // `pnpm bench:calls -- --calls 5` may hand a bare `--` through.
   const args = argv.filter((a) => a !== '--');
-  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string; 'cpu-prof'?: string; 'pipeline-threads'?: string; 'max-calls'?: string; 'overload-lag-ms'?: string; 'gateway-log'?: string };
+  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string; 'cpu-prof'?: string; 'pipeline-threads'?: string; 'max-calls'?: string; 'overload-lag-ms'?: string; 'gateway-log'?: string; 'gateway-node-flags'?: string };
   try {
     ({ values } = parseArgs({
       args,
@@ -71,6 +79,7 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
         'max-calls': { type: 'string' },
         'overload-lag-ms': { type: 'string' },
         'gateway-log': { type: 'string' },
+        'gateway-node-flags': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -92,6 +101,9 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
   if (values.out !== undefined && values.out.trim() === '') problems.push('--out: must be a directory path');
   if (values['gateway-log'] !== undefined && values['gateway-log'].trim() === '') problems.push('--gateway-log: must be a file path');
   if (values['cpu-prof'] !== undefined && values['cpu-prof'].trim() === '') problems.push('--cpu-prof: must be a directory path');
+  const gatewayNodeFlags = (values['gateway-node-flags'] ?? '').split(/\s+/).filter((f) => f !== '');
+  const badFlag = gatewayNodeFlags.find((f) => !NODE_FLAG.test(f));
+  if (badFlag !== undefined) problems.push(`--gateway-node-flags: each flag must be --name or --name=value, separated by spaces (got "${badFlag}")`);
   if (problems.length > 0) throw new BenchConfigError(problems);
-  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR, cpuProfDir: values['cpu-prof'] ?? null, pipelineThreads, maxCalls, overloadLagMs, gatewayLogFile: values['gateway-log'] ?? null });
+  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR, cpuProfDir: values['cpu-prof'] ?? null, pipelineThreads, maxCalls, overloadLagMs, gatewayLogFile: values['gateway-log'] ?? null, gatewayNodeFlags: Object.freeze(gatewayNodeFlags) });
 }
