@@ -60,6 +60,14 @@ export interface OutboundPacerOptions {
   lateGapMs?: number;
   /** How long a partial frame at the end of the queue waits for more audio before it is padded (ms). Default 20. */
   partialHoldMs?: number;
+  /**
+   * Phases of the frame period (default 1). Each stream is placed in one phase (the one with
+   * the fewest streams) and is served on that phase's own 20 ms grid, offset by
+   * `frameMs / phases` from the next: a gateway's streams then send in `phases` smaller
+   * groups spread over the period instead of all in one tick, as independent carrier calls
+   * would, so one tick's writes take less time and the later streams of a tick wait less.
+   */
+  phases?: number;
   /** Monotonic clock, ms. Default `performance.now()`. */
   now?: () => number;
   setTimer?: (fn: () => void, ms: number) => unknown;
@@ -108,10 +116,14 @@ export class OutboundPacer {
   private readonly onSinkError: (err: unknown) => void;
   /** @internal Read by {@link PacedStream}. */
   readonly onFrameGap: ((gapMs: number) => void) | undefined;
-  private readonly streams = new Set<PacedStream>();
+  /** The streams of each phase. */
+  private readonly lanes: Set<PacedStream>[];
+  /** Length of one phase, ms: the timer's step. */
+  private readonly stepMs: number;
   private timer: unknown;
   private stopped = false;
   private originMs = 0;
+  /** The next step due: step n of phase n mod phases fires at origin + n × stepMs. */
   private slot = 0;
   private readonly timing = { ticks: 0, lateTicks: 0, maxTickLatenessMs: 0 };
 
@@ -132,17 +144,30 @@ export class OutboundPacer {
     this.clearTimer = opts.clearTimer ?? ((h) => clearTimeout(h as NodeJS.Timeout));
     this.onSinkError = opts.onSinkError ?? (() => {});
     this.onFrameGap = opts.onFrameGap;
+    const phases = opts.phases ?? 1;
+    if (!Number.isInteger(phases) || phases < 1) throw new RangeError(`phases must be a positive integer (got ${phases})`);
+    this.lanes = Array.from({ length: phases }, () => new Set<PacedStream>());
+    this.stepMs = this.frameMs / phases;
   }
 
   /** A new paced stream writing to `sink`; {@link PacedStream.close} it when the leg ends. */
   register(sink: PacerSink): PacedStream {
     const stream = new PacedStream(this, sink);
-    this.streams.add(stream);
+    let lane = this.lanes[0]!;
+    for (const l of this.lanes) if (l.size < lane.size) lane = l;
+    lane.add(stream);
     return stream;
   }
 
   get stats(): PacerStats {
-    return { ...this.timing, streams: this.streams.size };
+    let streams = 0;
+    for (const lane of this.lanes) streams += lane.size;
+    return { ...this.timing, streams };
+  }
+
+  /** Streams in each phase (tests). */
+  get phaseSizes(): number[] {
+    return this.lanes.map((lane) => lane.size);
   }
 
   /** Stop the timer and forget every stream (gateway shutdown). */
@@ -150,12 +175,12 @@ export class OutboundPacer {
     this.stopped = true;
     if (this.timer !== undefined) this.clearTimer(this.timer);
     this.timer = undefined;
-    this.streams.clear();
+    for (const lane of this.lanes) lane.clear();
   }
 
   /** @internal */
   unregister(stream: PacedStream): void {
-    this.streams.delete(stream);
+    for (const lane of this.lanes) if (lane.delete(stream)) return;
   }
 
   /** @internal A stream has work: start the timer if it was idle (first slot right away). */
@@ -174,26 +199,34 @@ export class OutboundPacer {
   private tick(): void {
     this.timer = undefined;
     const now = this.now();
-    const lateness = now - (this.originMs + this.slot * this.frameMs);
+    const lateness = now - (this.originMs + this.slot * this.stepMs);
     this.timing.ticks++;
     if (lateness >= this.frameMs) this.timing.lateTicks++;
     if (lateness > this.timing.maxTickLatenessMs) this.timing.maxTickLatenessMs = lateness;
-    // Room is judged at the slot's time on the grid, not at the instant the timer fired:
-    // Node fires a timer up to ~1 ms early (its loop clock is cached, in whole ms) or a few
-    // ms late, and a stream whose lead sits at the threshold would skip a slot on an early
-    // tick and send two on the next (a 40 ms gap, then none), or the other way round on a
-    // late one (#5). A tick later than half a slot is a stall: judged at `now`, to catch up.
-    const slotAt = Math.abs(lateness) < this.frameMs / 2 ? this.originMs + this.slot * this.frameMs : now;
-    let busy = false;
-    for (const stream of this.streams) {
-      stream.service(now, slotAt);
-      if (stream.hasWork) busy = true;
+    // The steps due by now, each phase at most once (a late tick serves the phases it missed
+    // at once rather than a period later: their streams' lead model decides the catch-up).
+    const current = Math.max(this.slot, Math.floor((now - this.originMs) / this.stepMs));
+    for (let step = Math.max(this.slot, current - this.lanes.length + 1); step <= current; step++) {
+      // Room is judged at the step's time on the grid, not at the instant the timer fired:
+      // Node fires a timer up to ~1 ms early (its loop clock is cached, in whole ms) or a few
+      // ms late, and a stream whose lead sits at the threshold would skip a slot on an early
+      // tick and send two on the next (a 40 ms gap, then none), or the other way round on a
+      // late one (#5). A tick later than half a frame is a stall: judged at `now`, to catch up.
+      const slotAt = Math.abs(lateness) < this.frameMs / 2 ? this.originMs + step * this.stepMs : now;
+      for (const stream of this.lanes[step % this.lanes.length]!) stream.service(now, slotAt);
     }
-    if (!busy) return; // idle: no wake-ups until a stream queues something
-    // Next slot on the grid; slots already missed are skipped (the streams' lead model
-    // decides how many frames a late tick may catch up).
-    this.slot = Math.max(this.slot + 1, Math.floor((now - this.originMs) / this.frameMs) + 1);
-    this.timer = this.setTimer(() => this.tick(), Math.max(0, this.originMs + this.slot * this.frameMs - now));
+    // The next step whose phase has work; none: idle, no wake-ups until a stream queues something.
+    for (let step = current + 1; step <= current + this.lanes.length; step++) {
+      if (!this.laneHasWork(step % this.lanes.length)) continue;
+      this.slot = step;
+      this.timer = this.setTimer(() => this.tick(), Math.max(0, this.originMs + step * this.stepMs - now));
+      return;
+    }
+  }
+
+  private laneHasWork(lane: number): boolean {
+    for (const stream of this.lanes[lane]!) if (stream.hasWork) return true;
+    return false;
   }
 }
 

@@ -350,3 +350,81 @@ describe('OutboundPacer', () => {
     pacer.stop();
   });
 });
+
+describe('OutboundPacer with phases', () => {
+  /** Times of each stream's frames after its burst, relative to the pacer's first tick. */
+  function steadyTimes(sent: Sent[], t0: number): number[] {
+    return frames(sent)
+      .slice(3)
+      .map((f) => f.at - t0);
+  }
+
+  it('places each new stream in the phase with the fewest streams', () => {
+    const pacer = new OutboundPacer({ now: clock, phases: 4 });
+    const streams = Array.from({ length: 6 }, () => pacer.register(recordingSink().sink));
+    expect(pacer.phaseSizes).toEqual([2, 2, 1, 1]);
+    // Placed round the phases: 0, 1, 2, 3, 0, 1. Closing the first two frees one of phase 0 and one of phase 1.
+    streams[0]!.close();
+    streams[1]!.close();
+    expect(pacer.phaseSizes).toEqual([1, 1, 1, 1]);
+    pacer.register(recordingSink().sink);
+    expect(pacer.phaseSizes).toEqual([2, 1, 1, 1]);
+    expect(pacer.stats.streams).toBe(5);
+    pacer.stop();
+  });
+
+  it('serves each phase on its own 20 ms grid, offset by 20 / phases ms, one frame per slot each', () => {
+    const pacer = new OutboundPacer({ now: clock, phases: 4 });
+    const sinks = Array.from({ length: 4 }, () => recordingSink());
+    const streams = sinks.map((s) => pacer.register(s.sink));
+    const t0 = clock();
+    // All start together: each sends its burst at once, then on its phase's steps only.
+    for (const s of streams) s.enqueueAudio(audio(1000));
+    vi.advanceTimersByTime(1100);
+    for (const [k, s] of sinks.entries()) {
+      const times = steadyTimes(s.sent, t0);
+      expect(times).toHaveLength(47);
+      // Phase k's steps fall at 5k mod 20; its first is the first one after the burst's 20 ms.
+      expect(times.every((t) => t % 20 === (5 * k) % 20), `phase ${k}: ${times.slice(0, 4).join(',')}`).toBe(true);
+      const gaps = times.slice(1).map((t, i) => t - times[i]!);
+      expect(new Set(gaps)).toEqual(new Set([20]));
+      expect(streams[k]!.stats).toMatchObject({ framesSent: 50, lateFrames: 0 });
+    }
+    pacer.stop();
+  });
+
+  it('wakes only for steps whose phase has work, and not at all when idle', () => {
+    const pacer = new OutboundPacer({ now: clock, phases: 4 });
+    pacer.register(recordingSink().sink);
+    const busy = pacer.register(recordingSink().sink); // phase 1
+    busy.enqueueAudio(audio(400));
+    vi.advanceTimersByTime(500);
+    // A step every 20 ms for the one busy phase (plus the first tick at 0): not every 5 ms.
+    expect(pacer.stats.ticks).toBeLessThanOrEqual(22);
+    expect(pacer.stats.ticks).toBeGreaterThanOrEqual(18);
+    expect(busy.stats).toMatchObject({ framesSent: 20, lateFrames: 0 });
+    expect(vi.getTimerCount()).toBe(0);
+    pacer.stop();
+  });
+
+  it('serves at once, in a late tick, every phase whose step it missed', () => {
+    const pacer = new OutboundPacer({ now: clock, phases: 4 });
+    const sinks = Array.from({ length: 4 }, () => recordingSink());
+    const streams = sinks.map((s) => pacer.register(s.sink));
+    for (const s of streams) s.enqueueAudio(audio(2000));
+    vi.advanceTimersByTime(100);
+    const before = sinks.map((s) => frames(s.sent).length);
+    skewMs += 15; // the loop was blocked across three of the next steps
+    vi.advanceTimersByTime(5);
+    // That one tick served the steps it missed, each phase once: every stream sent a frame.
+    const after = sinks.map((s) => frames(s.sent).length);
+    expect(after.map((n, k) => n - before[k]!).filter((d) => d > 0).length).toBeGreaterThanOrEqual(3);
+    vi.advanceTimersByTime(1000);
+    for (const s of streams) expect(s.stats.lateFrames).toBe(0);
+    pacer.stop();
+  });
+
+  it('refuses a phase count that is not a positive integer', () => {
+    for (const phases of [0, -1, 1.5, Number.NaN]) expect(() => new OutboundPacer({ phases }), String(phases)).toThrow(/phases/);
+  });
+});
