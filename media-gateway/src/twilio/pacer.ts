@@ -152,10 +152,10 @@ export class OutboundPacer {
 
   /** A new paced stream writing to `sink`; {@link PacedStream.close} it when the leg ends. */
   register(sink: PacerSink): PacedStream {
-    const stream = new PacedStream(this, sink);
-    let lane = this.lanes[0]!;
-    for (const l of this.lanes) if (l.size < lane.size) lane = l;
-    lane.add(stream);
+    let phase = 0;
+    for (let i = 1; i < this.lanes.length; i++) if (this.lanes[i]!.size < this.lanes[phase]!.size) phase = i;
+    const stream = new PacedStream(this, sink, phase);
+    this.lanes[phase]!.add(stream);
     return stream;
   }
 
@@ -180,15 +180,30 @@ export class OutboundPacer {
 
   /** @internal */
   unregister(stream: PacedStream): void {
-    for (const lane of this.lanes) if (lane.delete(stream)) return;
+    this.lanes[stream.phase]!.delete(stream);
   }
 
-  /** @internal A stream has work: start the timer if it was idle (first slot right away). */
-  wake(): void {
-    if (this.timer !== undefined || this.stopped) return;
-    this.originMs = this.now();
-    this.slot = 0;
-    this.timer = this.setTimer(() => this.tick(), 0);
+  /**
+   * @internal A stream of `phase` has work: start the timer if it was idle (that phase's step
+   * right away), or bring it forward to that phase's next step if it was set for a later one
+   * (another phase's: the timer wakes only for phases with work).
+   */
+  wake(phase: number): void {
+    if (this.stopped) return;
+    const now = this.now();
+    if (this.timer === undefined) {
+      this.slot = phase;
+      this.originMs = now - phase * this.stepMs;
+      this.timer = this.setTimer(() => this.tick(), 0);
+      return;
+    }
+    const n = this.lanes.length;
+    const next = Math.floor((now - this.originMs) / this.stepMs) + 1;
+    const step = next + ((((phase - next) % n) + n) % n);
+    if (step >= this.slot) return;
+    this.clearTimer(this.timer);
+    this.slot = step;
+    this.timer = this.setTimer(() => this.tick(), Math.max(0, this.originMs + step * this.stepMs - now));
   }
 
   /** @internal */
@@ -272,6 +287,8 @@ export class PacedStream {
   constructor(
     private readonly pacer: OutboundPacer,
     private readonly sink: PacerSink,
+    /** @internal The pacer's phase this stream is served in. */
+    readonly phase: number,
   ) {}
 
   /** Milliseconds of audio queued and not yet sent. */
@@ -303,7 +320,7 @@ export class PacedStream {
     if (this.paused) return;
     const now = this.pacer.now();
     if (this.playoutEndsAt - now < this.pacer.frameMs) this.service(now);
-    if (this.hasWork) this.pacer.wake();
+    if (this.hasWork) this.pacer.wake(this.phase);
   }
 
   /** Queue a mark; it is sent right after the last frame of the audio queued before it (now, if none). */
@@ -312,7 +329,7 @@ export class PacedStream {
     this.items.push({ kind: 'mark', name });
     if (this.paused) return;
     if (this.queuedBytes === 0) this.flushMarks();
-    else this.pacer.wake();
+    else this.pacer.wake(this.phase);
   }
 
   /**
@@ -403,7 +420,7 @@ export class PacedStream {
     if (this.closed || !this.paused) return;
     this.paused = false;
     this.service(this.pacer.now());
-    if (this.hasWork) this.pacer.wake();
+    if (this.hasWork) this.pacer.wake(this.phase);
   }
 
   /** Stop sending and leave the pacer. */

@@ -424,6 +424,36 @@ describe('OutboundPacer with phases', () => {
     pacer.stop();
   });
 
+  it("paces a stream from its own phase's next step when another phase keeps the timer", () => {
+    const pacer = new OutboundPacer({ now: clock, phases: 4 });
+    const a = recordingSink();
+    const streams = [a, recordingSink(), recordingSink()].map((x) => pacer.register(x.sink));
+    const d = recordingSink();
+    const late = pacer.register(d.sink); // phase 3: steps at 15, 35, 55, … ms
+    const t0 = clock();
+    streams[0]!.enqueueAudio(audio(2000)); // phase 0 keeps the timer: its steps at 0, 20, 40, …
+    vi.advanceTimersByTime(101);
+    late.enqueueAudio(audio(400)); // burst now (101); room again from 111: the step at 115
+    vi.advanceTimersByTime(60);
+    const times = frames(d.sent).map((f) => f.at - t0);
+    expect(times.slice(0, 6)).toEqual([101, 101, 101, 115, 135, 155]);
+    expect(frames(a.sent).slice(3, 10).map((f) => f.at - t0)).toEqual([20, 40, 60, 80, 100, 120, 140]);
+    pacer.stop();
+  });
+
+  it('starts an idle timer on the waking stream\'s phase', () => {
+    const pacer = new OutboundPacer({ now: clock, phases: 4 });
+    pacer.register(recordingSink().sink);
+    const b = recordingSink();
+    const stream = pacer.register(b.sink); // phase 1
+    const t0 = clock();
+    stream.enqueueAudio(audio(200));
+    vi.advanceTimersByTime(300);
+    // Its grid starts where it woke the timer: frames every 20 ms after the burst.
+    expect(frames(b.sent).map((f) => f.at - t0)).toEqual([0, 0, 0, 20, 40, 60, 80, 100, 120, 140]);
+    pacer.stop();
+  });
+
   it('refuses a phase count that is not a positive integer', () => {
     for (const phases of [0, -1, 1.5, Number.NaN]) expect(() => new OutboundPacer({ phases }), String(phases)).toThrow(/phases/);
   });
