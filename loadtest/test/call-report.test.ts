@@ -76,7 +76,7 @@ function fixture(): CallBenchReport {
   return {
     kind: 'call-bench',
     startedAt: '2026-11-21T18:00:00.000Z',
-    settings: { calls: 200, rampSec: 10, steadySec: 30, workers: 2, sttLatencyMs: 0, relay: true, pipelineThreads: 1, admission: { maxCalls: 0, overloadLagMs: 500 }, script: ['Hi, a table for two tonight?', 'Eight o’clock & by the window', '(barge-in) Actually, make it four'] },
+    settings: { calls: 200, rampSec: 10, steadySec: 30, workers: 2, sttLatencyMs: 0, relay: true, pipelineThreads: 1, admission: { maxCalls: 0, overloadLagMs: 500 }, gatewayNodeFlags: [], script: ['Hi, a table for two tonight?', 'Eight o’clock & by the window', '(barge-in) Actually, make it four'] },
     machine: { cpus: 2, cpuModel: 'Test CPU @ 2.0GHz', node: 'v20.19.0', platform: 'linux', arch: 'x64' },
     gateway: gatewayRun(),
     relay: relayRun(),

@@ -169,7 +169,7 @@ describe('target run', () => {
     // The call spans 0 → 10 s; CPU rises 1200 ms over 12 s, so 1.0 CPU-s over 10 call-s = 0.1.
     // The relay at 0.04: ratio 2.5; capacity floor(2 × 0.6 / 0.1) = 12.
     const relay: TargetRun = { ...gw, target: 'relay', process: { ...gw.process, cpuPerCallSecond: 0.04 } };
-    const report = buildCallReport({ startedAt: new Date(T0), settings: { calls: 1, rampSec: 1, steadySec: 2, workers: 1, sttLatencyMs: 0, relay: true, pipelineThreads: 1, admission: null, script: [] }, machine: { cpus: 2, cpuModel: 'x', node: 'v20', platform: 'linux', arch: 'x64' }, cores: 2, gateway: gw, relay });
+    const report = buildCallReport({ startedAt: new Date(T0), settings: { calls: 1, rampSec: 1, steadySec: 2, workers: 1, sttLatencyMs: 0, relay: true, pipelineThreads: 1, admission: null, gatewayNodeFlags: [], script: [] }, machine: { cpus: 2, cpuModel: 'x', node: 'v20', platform: 'linux', arch: 'x64' }, cores: 2, gateway: gw, relay });
     expect(gw.process.cpuPerCallSecond).toBeCloseTo(0.1, 9);
     expect(report.cpuRatioToRelay).toBeCloseTo(2.5, 9);
     expect(report.capacity).toEqual({ cores: 2, cpuBudgetPercent: 60, calls: 12 });

@@ -32,14 +32,14 @@ export interface CallBenchConfig {
   /** The gateway's log, at debug level, goes to this file (`--gateway-log <file>`); null: no log. */
   gatewayLogFile: string | null;
   /**
-   * Node and V8 flags for the gateway's process only (`--gateway-node-flags "<flags>"`, split on
-   * spaces, each `--name` or `--name=value`), e.g. `--max-semi-space-size=64` or `--trace-gc`, to
+   * Node and V8 flags for the gateway's process only (`--gateway-node-flags="<flags>"`: the `=`
+   * because the value starts with `-`; split on spaces, each `--name` or `--name=value`), e.g. `--max-semi-space-size=64` or `--trace-gc`, to
    * measure a runtime setting against the default in alternating runs; empty: none.
    */
   gatewayNodeFlags: readonly string[];
 }
 
-export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--pipeline-threads <n>] [--max-calls <n>] [--overload-lag-ms <ms>] [--gateway-log <file>] [--gateway-node-flags "<flags>"]';
+export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--pipeline-threads <n>] [--max-calls <n>] [--overload-lag-ms <ms>] [--gateway-log <file>] [--gateway-node-flags="<flags>"]';
 
 const NODE_FLAG = /^--[a-z0-9][a-z0-9_-]*(=\S+)?$/i;
 

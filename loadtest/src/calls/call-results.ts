@@ -198,8 +198,8 @@ export interface CallBenchSettings {
   pipelineThreads: number | null;
   /** The gateway's admission limits as it ran (`--max-calls`, `--overload-lag-ms`; 0: that rule off). */
   admission: AdmissionLimits | null;
-  /** Node and V8 flags the gateway's process ran with (`--gateway-node-flags`); absent in reports written before the option. */
-  gatewayNodeFlags?: string[];
+  /** Node and V8 flags the gateway's process ran with (`--gateway-node-flags`); empty: none. */
+  gatewayNodeFlags: string[];
   /** What each caller says, in order (the barge-in line marked). */
   script: string[];
 }

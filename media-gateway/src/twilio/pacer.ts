@@ -117,7 +117,7 @@ export class OutboundPacer {
   /** @internal Read by {@link PacedStream}. */
   readonly onFrameGap: ((gapMs: number) => void) | undefined;
   /** The streams of each phase. */
-  private readonly lanes: Set<PacedStream>[];
+  private readonly phaseStreams: Set<PacedStream>[];
   /** Length of one phase, ms: the timer's step. */
   private readonly stepMs: number;
   private timer: unknown;
@@ -146,28 +146,28 @@ export class OutboundPacer {
     this.onFrameGap = opts.onFrameGap;
     const phases = opts.phases ?? 1;
     if (!Number.isInteger(phases) || phases < 1) throw new RangeError(`phases must be a positive integer (got ${phases})`);
-    this.lanes = Array.from({ length: phases }, () => new Set<PacedStream>());
+    this.phaseStreams = Array.from({ length: phases }, () => new Set<PacedStream>());
     this.stepMs = this.frameMs / phases;
   }
 
   /** A new paced stream writing to `sink`; {@link PacedStream.close} it when the leg ends. */
   register(sink: PacerSink): PacedStream {
     let phase = 0;
-    for (let i = 1; i < this.lanes.length; i++) if (this.lanes[i]!.size < this.lanes[phase]!.size) phase = i;
+    for (let i = 1; i < this.phaseStreams.length; i++) if (this.phaseStreams[i]!.size < this.phaseStreams[phase]!.size) phase = i;
     const stream = new PacedStream(this, sink, phase);
-    this.lanes[phase]!.add(stream);
+    this.phaseStreams[phase]!.add(stream);
     return stream;
   }
 
   get stats(): PacerStats {
     let streams = 0;
-    for (const lane of this.lanes) streams += lane.size;
+    for (const group of this.phaseStreams) streams += group.size;
     return { ...this.timing, streams };
   }
 
   /** Streams in each phase (tests). */
   get phaseSizes(): number[] {
-    return this.lanes.map((lane) => lane.size);
+    return this.phaseStreams.map((group) => group.size);
   }
 
   /** Stop the timer and forget every stream (gateway shutdown). */
@@ -175,12 +175,12 @@ export class OutboundPacer {
     this.stopped = true;
     if (this.timer !== undefined) this.clearTimer(this.timer);
     this.timer = undefined;
-    for (const lane of this.lanes) lane.clear();
+    for (const group of this.phaseStreams) group.clear();
   }
 
   /** @internal */
   unregister(stream: PacedStream): void {
-    this.lanes[stream.phase]!.delete(stream);
+    this.phaseStreams[stream.phase]!.delete(stream);
   }
 
   /**
@@ -197,7 +197,7 @@ export class OutboundPacer {
       this.timer = this.setTimer(() => this.tick(), 0);
       return;
     }
-    const n = this.lanes.length;
+    const n = this.phaseStreams.length;
     const next = Math.floor((now - this.originMs) / this.stepMs) + 1;
     const step = next + ((((phase - next) % n) + n) % n);
     if (step >= this.slot) return;
@@ -221,26 +221,27 @@ export class OutboundPacer {
     // The steps due by now, each phase at most once (a late tick serves the phases it missed
     // at once rather than a period later: their streams' lead model decides the catch-up).
     const current = Math.max(this.slot, Math.floor((now - this.originMs) / this.stepMs));
-    for (let step = Math.max(this.slot, current - this.lanes.length + 1); step <= current; step++) {
-      // Room is judged at the step's time on the grid, not at the instant the timer fired:
-      // Node fires a timer up to ~1 ms early (its loop clock is cached, in whole ms) or a few
-      // ms late, and a stream whose lead sits at the threshold would skip a slot on an early
-      // tick and send two on the next (a 40 ms gap, then none), or the other way round on a
-      // late one (#5). A tick later than half a frame is a stall: judged at `now`, to catch up.
-      const slotAt = Math.abs(lateness) < this.frameMs / 2 ? this.originMs + step * this.stepMs : now;
-      for (const stream of this.lanes[step % this.lanes.length]!) stream.service(now, slotAt);
+    // Room is judged at the step's time on the grid, not at the instant the timer fired:
+    // Node fires a timer up to ~1 ms early (its loop clock is cached, in whole ms) or a few
+    // ms late, and a stream whose lead sits at the threshold would skip a slot on an early
+    // tick and send two on the next (a 40 ms gap, then none), or the other way round on a
+    // late one (#5). A tick later than half a frame is a stall: judged at `now`, to catch up.
+    const stalled = Math.abs(lateness) >= this.frameMs / 2;
+    for (let step = Math.max(this.slot, current - this.phaseStreams.length + 1); step <= current; step++) {
+      const slotAt = stalled ? now : this.originMs + step * this.stepMs;
+      for (const stream of this.phaseStreams[step % this.phaseStreams.length]!) stream.service(now, slotAt);
     }
     // The next step whose phase has work; none: idle, no wake-ups until a stream queues something.
-    for (let step = current + 1; step <= current + this.lanes.length; step++) {
-      if (!this.laneHasWork(step % this.lanes.length)) continue;
+    for (let step = current + 1; step <= current + this.phaseStreams.length; step++) {
+      if (!this.phaseHasWork(step % this.phaseStreams.length)) continue;
       this.slot = step;
       this.timer = this.setTimer(() => this.tick(), Math.max(0, this.originMs + step * this.stepMs - now));
       return;
     }
   }
 
-  private laneHasWork(lane: number): boolean {
-    for (const stream of this.lanes[lane]!) if (stream.hasWork) return true;
+  private phaseHasWork(phase: number): boolean {
+    for (const stream of this.phaseStreams[phase]!) if (stream.hasWork) return true;
     return false;
   }
 }
