@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CallBenchReport, Measured, ProcessSample, TargetCheck, TargetRun } from '../src/calls/call-results.js';
 import { checkTargets, formatCallTable, renderCallReportHtml } from '../src/calls/call-report.js';
-import { withinShare } from '../src/calls/frame-gaps.js';
+import { latePer10k, latePer10kText, withinShare } from '../src/calls/frame-gaps.js';
 import { markupProblems, occurrences } from './html-markup.js';
 
 /** A measured figure whose histogram holds `count` samples spread over its buckets. */
@@ -146,6 +146,27 @@ describe('checkTargets', () => {
     expect(formatCallTable(refused)).toMatch(/refused[\s\S]*gateway +230 +200 +199 +31 +0 +30 /);
   });
 
+  it('gives late frames at the callers per 10k frames, the relay\'s beside them when it ran', () => {
+    const report = withEdit((r) => {
+      r.gateway.framePacing.frames = 200_000;
+      r.gateway.framePacing.lateFramesAtCallers = 187;
+      r.relay!.framePacing.frames = 600_000;
+      r.relay!.framePacing.lateFramesAtCallers = 612;
+    });
+    const line = check(report, 'late frames at the callers');
+    expect(line.measured).toBe('187 (9.35 per 10k; relay 10.20 per 10k)');
+    expect(line.pass).toBe(false);
+    expect(formatCallTable(report)).toMatch(/relay\s+600000\s+612\s+10\.20\s+-/);
+    expect(renderCallReportHtml(report)).toContain('187 late at the callers (9.35 per 10k)');
+    const noRelay = withEdit((r) => {
+      r.relay = null;
+      r.gateway.framePacing.frames = 0;
+    });
+    expect(check(noRelay, 'late frames at the callers').measured).toBe('0 (-)');
+    expect(latePer10k(3, 0)).toBeNull();
+    expect(latePer10kText(1, 4000)).toBe('2.50 per 10k');
+  });
+
   it('fails on one late frame at the callers or at the gateway pacer', () => {
     expect(check(withEdit((r) => (r.gateway.framePacing.lateFramesAtCallers = 1)), 'late frames at the callers').pass).toBe(false);
     expect(check(withEdit((r) => (r.gateway.framePacing.lateFramesAtGateway = 1)), 'late frames at the gateway').pass).toBe(false);
@@ -203,8 +224,8 @@ describe('formatCallTable', () => {
     expect(out).toMatch(/our overhead\s+1000\s+4\.2\s+9\.5\s+21\.4\s+27\.9/);
     expect(out).toMatch(/LLM first phrase\s+1000\s+10\.0\s+20\.0\s+25\.0\s+30\.0/);
     expect(out).toMatch(/overhead \+ LLM first-phrase wait p50 \/ p99 \(informational\)\s+-\s+14 \/ 46 ms\s+-$/m);
-    expect(out).toMatch(/relay\s+1204000\s+0\s+-\s+2\.80/);
-    expect(out).toMatch(/gateway\s+\d+\s+0\s+0\s+2\.80\s+[\d.]+\s+99\.62 % of 1000000/);
+    expect(out).toMatch(/relay\s+1204000\s+0\s+0\.00\s+-\s+2\.80/);
+    expect(out).toMatch(/gateway\s+\d+\s+0\s+0\.00\s+0\s+2\.80\s+[\d.]+\s+99\.62 % of 1000000/);
     expect(out).toMatch(/CPU ms per call-second\s+5\.200\s+3\.000/);
     // The gateway's 5.2 ms split by thread: half the loop's, 40 % the pipeline thread's, the rest helpers'.
     expect(out).toMatch(/CPU ms per call-second: event loop \/ pipeline threads \/ other\s+2\.600 \/ 2\.080 \/ 0\.520\s+-$/m);

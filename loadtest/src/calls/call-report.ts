@@ -6,7 +6,7 @@ import { callReportSections } from '../html/call-sections.js';
 import { htmlPage } from '../html/charts.js';
 import { fixed, textTable } from '../report.js';
 import type { CallBenchReport, Distribution, TargetCheck, TargetRun } from './call-results.js';
-import { withinShare } from './frame-gaps.js';
+import { latePer10k, latePer10kText, withinShare } from './frame-gaps.js';
 import { cpuSplitRows, pipelineThreadRows } from './thread-figures.js';
 
 /** The issue's limits (issue 5, "Targets"), in the units their names say. */
@@ -37,6 +37,16 @@ function zero(name: string, value: number | null, detail?: string): TargetCheck 
 }
 
 /**
+ * The late-frames target's measured text: the count, its rate, and the relay's rate beside it
+ * when the relay ran (the callers' and the machine's own floor: the relay has no pipeline).
+ */
+function lateAtCallers(report: CallBenchReport): string {
+  const p = report.gateway.framePacing;
+  const relay = report.relay ? `; relay ${latePer10kText(report.relay.framePacing.lateFramesAtCallers, report.relay.framePacing.frames)}` : '';
+  return `${p.lateFramesAtCallers} (${latePer10kText(p.lateFramesAtCallers, p.frames)}${relay})`;
+}
+
+/**
  * The issue's targets for the gateway, in the issue's order. A figure with no samples (or
  * the relay ratio when the relay did not run) gives `pass: null`, never a pass. Barge-in
  * reaction is only judged with the simulated STT at 0 latency, as the issue sets it. The
@@ -56,7 +66,7 @@ export function checkTargets(report: CallBenchReport): TargetCheck[] {
   const capacity = report.capacity;
   return [
     zero('failed calls', calls.failed, `${calls.failed} failed (${calls.dropped} of them dropped${calls.refused > 0 ? `, ${calls.refused} refused with 503` : ''}) of ${calls.planned}`),
-    zero('late frames at the callers (gap > 40 ms)', g.framePacing.lateFramesAtCallers),
+    zero('late frames at the callers (gap > 40 ms)', g.framePacing.lateFramesAtCallers, lateAtCallers(report)),
     zero('late frames at the gateway pacer', g.framePacing.lateFramesAtGateway),
     atMost('outbound pacing jitter p99 (steady state)', g.framePacing.jitter.p99, CALL_TARGETS.jitterP99Ms, 'ms', 2),
     atMost('gateway event-loop delay p99', g.process.eventLoopDelay.p99, CALL_TARGETS.loopDelayP99Ms, 'ms', 2),
@@ -146,10 +156,10 @@ export function formatCallTable(report: CallBenchReport): string {
   }
   parts.push(
     textTable(
-      ['pacing', 'frames', 'late at callers', 'late at gateway', 'jitter p99 ms', 'gap max ms', 'gaps at gateway within 20±5 ms'],
+      ['pacing', 'frames', 'late at callers', 'late at callers per 10k frames', 'late at gateway', 'jitter p99 ms', 'gap max ms', 'gaps at gateway within 20±5 ms'],
       runs(report).map((run) => {
         const p = run.framePacing;
-        return [run.target, String(p.frames), String(p.lateFramesAtCallers), p.lateFramesAtGateway === null ? '-' : String(p.lateFramesAtGateway), fixed(p.jitter.p99, 2), fixed(p.gaps.max, 1), withinShare(p.gapsAtGateway)];
+        return [run.target, String(p.frames), String(p.lateFramesAtCallers), fixed(latePer10k(p.lateFramesAtCallers, p.frames), 2), p.lateFramesAtGateway === null ? '-' : String(p.lateFramesAtGateway), fixed(p.jitter.p99, 2), fixed(p.gaps.max, 1), withinShare(p.gapsAtGateway)];
       }),
     ),
   );

@@ -109,3 +109,18 @@ export function withinShare(g: { count: number; within5Ms: number } | null | und
   if (!g || g.count <= 0) return '-';
   return `${fixed((g.within5Ms / g.count) * 100, 2)} % of ${g.count}`;
 }
+
+/**
+ * Late frames per 10,000 frames received, so that runs with different frame counts compare:
+ * the relay echoes every caller frame, about three times the frames of a gateway run with
+ * the same callers, so its count alone overstates its floor. Null without frames.
+ */
+export function latePer10k(late: number, frames: number): number | null {
+  return frames > 0 ? (late / frames) * 10_000 : null;
+}
+
+/** {@link latePer10k} as text: `9.35 per 10k`, or `-`. */
+export function latePer10kText(late: number, frames: number): string {
+  const rate = latePer10k(late, frames);
+  return rate === null ? '-' : `${fixed(rate, 2)} per 10k`;
+}

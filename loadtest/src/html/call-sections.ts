@@ -3,7 +3,7 @@
  * `calls/call-report.ts`), each built from the inline SVG charts.
  */
 import type { CallBenchReport, Distribution, Measured, TargetCheck, TargetRun } from '../calls/call-results.js';
-import { DESIGNED_LEAD_GAPS, withinShare } from '../calls/frame-gaps.js';
+import { DESIGNED_LEAD_GAPS, latePer10kText, withinShare } from '../calls/frame-gaps.js';
 import { fixed } from '../report.js';
 import { cpuSplitRows, pipelineThreadRows } from '../calls/thread-figures.js';
 import { barCompareSvg, escapeHtml, histogramSvg, htmlTable, lineChartSvg, stackedBarsSvg } from './charts.js';
@@ -123,7 +123,7 @@ function bargeIn(report: CallBenchReport): PageSection {
 function pacing(report: CallBenchReport): PageSection {
   const late: TargetLine = { value: 40, label: 'late > 40 ms' };
   const figures = runsOf(report).flatMap((run) => [
-    figure(histogramSvg(run.framePacing.gaps.histogram, { title: `${run.target}: gaps between outbound frames`, target: late }), `${run.framePacing.frames} frames; ${run.framePacing.lateFramesAtCallers} late at the callers`),
+    figure(histogramSvg(run.framePacing.gaps.histogram, { title: `${run.target}: gaps between outbound frames`, target: late }), `${run.framePacing.frames} frames; ${run.framePacing.lateFramesAtCallers} late at the callers (${latePer10kText(run.framePacing.lateFramesAtCallers, run.framePacing.frames)})`),
     figure(histogramSvg(run.framePacing.jitter.histogram, { title: `${run.target}: pacing jitter |gap - 20 ms| (steady state: without each utterance's first ${DESIGNED_LEAD_GAPS} gaps)`, target: { value: 5, label: 'p99 <= 5 ms' } })),
   ]);
   const rows = runsOf(report).flatMap((run) => [distRow(`${run.target} frame gap`, run.framePacing.gaps, 2), distRow(`${run.target} jitter`, run.framePacing.jitter, 2)]);
