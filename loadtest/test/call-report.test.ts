@@ -252,6 +252,13 @@ describe('formatCallTable', () => {
     expect(out).toContain('result: NOT OK');
   });
 
+  it("shows the gateway loop thread's run time and wait for a core when the report has them", () => {
+    const report = withEdit((r) => (r.gateway.loopCoreWait = { ranMsPerSec: 168.64, waitedMsPerSec: 75.96 }));
+    expect(formatCallTable(report)).toMatch(/event-loop thread ran \/ waited for a core, ms per s\s+168\.6 \/ 76\.0\s+-$/m);
+    expect(renderCallReportHtml(report)).toContain('168.6 / 76.0');
+    expect(formatCallTable(fixture())).not.toContain('waited for a core');
+  });
+
   it('shows the targets stored in the report rather than recomputing them', () => {
     const out = formatCallTable(withEdit((r) => (r.targets = [{ name: 'stored target', limit: '<= 1', measured: '2', pass: false }])));
     expect(out).toMatch(/stored target\s+<= 1\s+2\s+FAIL/);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePrometheusText } from '@vap/shared';
-import { gatewayCpuSplit, pipelineThreadFigures } from '../src/calls/thread-figures.js';
+import { gatewayCpuSplit, loopCoreWait, loopCoreWaitRows, pipelineThreadFigures } from '../src/calls/thread-figures.js';
 
 const scrape = (at: number, lines: string[]) => ({ at, metrics: parsePrometheusText(lines.join('\n') + '\n') });
 const BUSY = '# TYPE vap_pipeline_thread_busy_seconds_total counter';
@@ -80,5 +80,28 @@ describe('gatewayCpuSplit', () => {
     expect(gatewayCpuSplit(bare, { ...scrape(1_000, [PROCESS, 'process_cpu_seconds_total 2']) })).toBeNull();
     const idle = scrape(0, [PROCESS, 'process_cpu_seconds_total 1', LOOP, 'vap_gateway_loop_cpu_seconds_total 0.5']);
     expect(gatewayCpuSplit(idle, { ...idle, at: 1_000 })).toBeNull();
+  });
+});
+
+describe('loopCoreWait', () => {
+  const LOOP = '# TYPE vap_gateway_loop_cpu_seconds_total counter';
+  const WAIT = '# TYPE vap_gateway_loop_run_queue_wait_seconds_total counter';
+
+  it("gives the loop thread's run time and its wait for a core between the scrapes, ms per second of wall time", () => {
+    const before = scrape(10_000, [LOOP, 'vap_gateway_loop_cpu_seconds_total 12', WAIT, 'vap_gateway_loop_run_queue_wait_seconds_total 3.5']);
+    const after = scrape(50_000, [LOOP, 'vap_gateway_loop_cpu_seconds_total 20', WAIT, 'vap_gateway_loop_run_queue_wait_seconds_total 6.7']);
+    const wait = loopCoreWait(before, after)!;
+    // 8 s of CPU and 3.2 s of waiting over 40 s.
+    expect(wait.ranMsPerSec).toBeCloseTo(200, 6);
+    expect(wait.waitedMsPerSec).toBeCloseTo(80, 6);
+    expect(loopCoreWaitRows(wait)).toEqual([['event-loop thread ran / waited for a core, ms per s', '200.0 / 80.0', '-']]);
+  });
+
+  it('is null without the wait counter (off Linux) or without time between the scrapes, and gives no row then', () => {
+    const noWait = scrape(0, [LOOP, 'vap_gateway_loop_cpu_seconds_total 1']);
+    expect(loopCoreWait(noWait, { ...noWait, at: 5_000 })).toBeNull();
+    const withWait = scrape(0, [WAIT, 'vap_gateway_loop_run_queue_wait_seconds_total 1']);
+    expect(loopCoreWait(withWait, withWait)).toBeNull();
+    expect(loopCoreWaitRows(undefined)).toEqual([]);
   });
 });

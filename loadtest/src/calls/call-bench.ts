@@ -30,7 +30,7 @@ import { scriptForReport } from './call-script.js';
 import { Child } from './child.js';
 import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
 import { epochNow } from './process-sampler.js';
-import { gatewayCpuSplit, pipelineThreadFigures } from './thread-figures.js';
+import { gatewayCpuSplit, loopCoreWait, pipelineThreadFigures } from './thread-figures.js';
 import type { TimedScrape } from './thread-figures.js';
 import type { RawSample } from './process-sampler.js';
 
@@ -179,6 +179,8 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   if (threads) run.pipelineThreads = threads;
   const split = before && after ? gatewayCpuSplit(before.timed, after.timed) : null;
   if (split) run.cpuSplit = split;
+  const wait = before && after ? loopCoreWait(before.timed, after.timed) : null;
+  if (wait) run.loopCoreWait = wait;
   if (simsBefore && simsAfter && simsAfter.at > simsBefore.at) {
     run.simulators = { cpuPercent: ((simsAfter.cpuMs - simsBefore.cpuMs) / (simsAfter.at - simsBefore.at)) * 100, loopDelayP99Ms: simsAfter.loopDelayP99Ms };
   }

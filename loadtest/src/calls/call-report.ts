@@ -7,7 +7,7 @@ import { htmlPage } from '../html/charts.js';
 import { fixed, textTable } from '../report.js';
 import type { CallBenchReport, Distribution, TargetCheck, TargetRun } from './call-results.js';
 import { latePer10k, latePer10kText, withinShare } from './frame-gaps.js';
-import { cpuSplitRows, pipelineThreadRows } from './thread-figures.js';
+import { cpuSplitRows, loopCoreWaitRows, pipelineThreadRows } from './thread-figures.js';
 
 /** The issue's limits (issue 5, "Targets"), in the units their names say. */
 export const CALL_TARGETS = {
@@ -174,6 +174,7 @@ export function formatCallTable(report: CallBenchReport): string {
         ['RSS before / steady / peak MB', ...side(report, (r) => `${fixed(r.process.rssBeforeMb, 0)} / ${fixed(r.process.rssSteadyMb, 0)} / ${fixed(r.process.rssPeakMb, 0)}`)],
         ['RSS growth per call MB', ...side(report, (r) => fixed(r.process.rssGrowthPerCallMb, 3))],
         ['event-loop delay p50 / p99 / max ms', ...side(report, (r) => `${fixed(r.process.eventLoopDelay.p50, 1)} / ${fixed(r.process.eventLoopDelay.p99, 1)} / ${fixed(r.process.eventLoopDelay.max, 1)}`)],
+        ...loopCoreWaitRows(report.gateway.loopCoreWait),
         ...pipelineThreadRows(report.gateway.pipelineThreads),
       ],
     ),

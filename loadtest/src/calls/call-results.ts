@@ -137,6 +137,8 @@ export interface TargetRun {
   pipelineThreads?: PipelineThreadFigures;
   /** Where the gateway's CPU went over this run (absent for the relay, and off Linux). */
   cpuSplit?: GatewayCpuSplit;
+  /** The gateway's event-loop thread between the run's scrapes: ran vs waited for a core (absent for the relay, and off Linux). */
+  loopCoreWait?: LoopCoreWait;
   /** Things a reader should know that have no field: barge-ins that got no `clear`, calls without a gateway end record, … */
   notes?: string[];
 }
@@ -153,6 +155,18 @@ export interface GatewayCpuSplit {
 }
 
 /** The gateway's pipeline threads over its run, from its /metrics. */
+/**
+ * The gateway's event-loop thread between the run's two /metrics scrapes, ms per second of
+ * wall time: how long it ran (`vap_gateway_loop_cpu_seconds_total`, 10 ms steps) and how long
+ * it was ready to run but waited for a core (`vap_gateway_loop_run_queue_wait_seconds_total`).
+ * The pacer's timer waits with it: a large wait means late frames come from the machine's
+ * busy cores, not from the loop's own work.
+ */
+export interface LoopCoreWait {
+  ranMsPerSec: number;
+  waitedMsPerSec: number;
+}
+
 export interface PipelineThreadFigures {
   /**
    * Each thread's event loop busy, as a percentage of the run's wall time (100 = saturated),

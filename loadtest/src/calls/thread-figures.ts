@@ -6,7 +6,7 @@
  */
 import { THREAD_LOOP_DELAY_RESOLUTION_MS } from '@vap/media-gateway/pipeline-threads/protocol';
 import type { PrometheusExposition } from '@vap/shared';
-import type { GatewayCpuSplit, PipelineThreadFigures } from './call-results.js';
+import type { GatewayCpuSplit, LoopCoreWait, PipelineThreadFigures } from './call-results.js';
 
 /** A scrape and when it was taken (epoch ms). */
 export interface TimedScrape {
@@ -69,6 +69,22 @@ export function gatewayCpuSplit(before: TimedScrape, after: TimedScrape): Gatewa
   const pipelineThreads = threadsSec / processSec;
   // The threads' counters move in 10 ms steps and the process's does not: the rest is never below 0.
   return { loop, pipelineThreads, other: Math.max(0, 1 - loop - pipelineThreads) };
+}
+
+/** {@link LoopCoreWait} between the scrapes; null when the gateway has no run-queue counter (off Linux) or no time passed. */
+export function loopCoreWait(before: TimedScrape, after: TimedScrape): LoopCoreWait | null {
+  const WAIT = 'vap_gateway_loop_run_queue_wait_seconds_total';
+  const has = (m: PrometheusExposition) => m.samples.some((s) => s.name === WAIT);
+  if (!has(before.metrics) || !has(after.metrics) || after.at <= before.at) return null;
+  const wallSec = (after.at - before.at) / 1000;
+  const perSec = (name: string) => (Math.max(0, after.metrics.value(name) - before.metrics.value(name)) * 1000) / wallSec;
+  return { ranMsPerSec: perSec('vap_gateway_loop_cpu_seconds_total'), waitedMsPerSec: perSec(WAIT) };
+}
+
+/** The process-table row for {@link loopCoreWait}; none without it. */
+export function loopCoreWaitRows(wait: LoopCoreWait | undefined): string[][] {
+  if (!wait) return [];
+  return [['event-loop thread ran / waited for a core, ms per s', `${wait.ranMsPerSec.toFixed(1)} / ${wait.waitedMsPerSec.toFixed(1)}`, '-']];
 }
 
 /**

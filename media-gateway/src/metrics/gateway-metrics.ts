@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ProviderError, TurnMetrics } from '@vap/voice-pipeline';
 import type { PipelineThreadStats } from '../pipeline-threads/pipeline-threads.js';
-import { currentThreadId, threadCpuMs } from '../pipeline-threads/thread-cpu.js';
+import { currentThreadId, threadCpuMs, threadRunQueueWaitMs } from '../pipeline-threads/thread-cpu.js';
 import type { PacerStats } from '../twilio/pacer.js';
 import type { TaggedCounter } from '../twilio/tagged-counter.js';
 import { FixedHistogram } from './fixed-histogram.js';
@@ -102,6 +102,18 @@ export class GatewayMetrics implements CallMetrics {
           if (ms !== null) this.inc(ms / 1000);
         },
       });
+      if (threadRunQueueWaitMs(loopTid) !== null) {
+        new Counter({
+          name: 'vap_gateway_loop_run_queue_wait_seconds_total',
+          help: "Time the gateway's event-loop thread was ready to run but waited for a core (Linux schedstat): the pacer's timer and the carrier sockets wait with it, so frames go late on a machine whose cores are all busy even when the loop itself is idle enough. Its rate next to rate(vap_gateway_loop_cpu_seconds_total) says how much of the loop's time was queueing",
+          registers,
+          collect() {
+            const ms = threadRunQueueWaitMs(loopTid);
+            this.reset();
+            if (ms !== null) this.inc(ms / 1000);
+          },
+        });
+      }
     }
     if (source.pipelineThreads) this.registerThreadMetrics(source.pipelineThreads);
     new Counter({

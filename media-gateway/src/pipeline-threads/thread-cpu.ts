@@ -40,3 +40,21 @@ export function threadCpuMs(tid: number): number | null {
   const stime = Number(fields[12]);
   return Number.isFinite(utime) && Number.isFinite(stime) ? (utime + stime) * MS_PER_TICK : null;
 }
+
+/**
+ * Time thread `tid` of this process has spent ready to run but waiting for a core since it
+ * started, ms (the second field of `/proc/<pid>/task/<tid>/schedstat`, nanoseconds: the
+ * scheduler's run-queue wait). A paced loop that waits for a core sends its frames late
+ * however little CPU it uses: this tells that apart from the loop's own work. Null when it
+ * cannot be read (not Linux, a kernel without schedstats, or the thread has exited).
+ */
+export function threadRunQueueWaitMs(tid: number): number | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/self/task/${tid}/schedstat`, 'latin1');
+  } catch {
+    return null;
+  }
+  const waitNs = Number(text.trim().split(' ')[1]);
+  return Number.isFinite(waitNs) ? waitNs / 1e6 : null;
+}

@@ -81,6 +81,7 @@ describe('gateway /metrics', () => {
     const callSid = call.callSid;
     const script = { speech: callerSpeechMulaw, quietMs: 600 };
     await runCallerScript(call, [{ expectAgent: true }, { say: 'Hi, I would like to book a table for two tonight.' }, { expectAgent: true }, { say: 'What are your opening hours?' }], script);
+    const duringAt = performance.now();
     const during = await scrape(gateway);
     expect(during.value('vap_active_calls')).toBe(1);
     // The call's session runs on the one pipeline thread (PIPELINE_THREADS defaults to 1).
@@ -92,6 +93,7 @@ describe('gateway /metrics', () => {
     await vi.waitFor(() => expect(ended.has(conversations.get(callSid) ?? '')).toBe(true), { timeout: 15_000, interval: 50 });
 
     const after = await scrape(gateway);
+    const wallBetweenScrapesSec = (performance.now() - duringAt) / 1000;
     expect(after.value('vap_active_calls')).toBe(0);
     const turns = after.value('vap_turn_stage_seconds_count', { stage: 'total' });
     expect(turns).toBeGreaterThanOrEqual(2);
@@ -130,6 +132,11 @@ describe('gateway /metrics', () => {
       expect(loop).toBeGreaterThan(0);
       expect(thread).toBeGreaterThan(0);
       expect(loop + thread).toBeLessThanOrEqual(added('process_cpu_seconds_total') + 0.02);
+      // The loop thread's wait for a core: a counter that only grows, and no more than the wall time between the scrapes.
+      expect(after.types.get('vap_gateway_loop_run_queue_wait_seconds_total')).toBe('counter');
+      const waited = added('vap_gateway_loop_run_queue_wait_seconds_total');
+      expect(waited).toBeGreaterThanOrEqual(0);
+      expect(waited).toBeLessThan(wallBetweenScrapesSec);
     }
     // Twilio's `stop` ended the stream.
     expect(after.value('svc_telephony_media_stream_closed_total', { reason: 'hangup' })).toBe(hangupsBefore + 1);

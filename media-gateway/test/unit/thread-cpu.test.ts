@@ -1,6 +1,7 @@
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it, vi } from 'vitest';
-import { currentThreadId, threadCpuMs } from '../../src/pipeline-threads/thread-cpu.js';
+import { currentThreadId, threadCpuMs, threadRunQueueWaitMs } from '../../src/pipeline-threads/thread-cpu.js';
 
 /**
  * A thread that reports its OS id, then, when asked, spins until it has used `cpuMs` of CPU
@@ -63,5 +64,26 @@ describe.runIf(process.platform === 'linux')('thread CPU time (/proc)', () => {
     // be gone only a moment later on a busy machine (CI once read it 30 ms after).
     await vi.waitFor(() => expect(threadCpuMs(tid)).toBeNull(), { timeout: 5000, interval: 20 });
     expect(threadCpuMs(2 ** 31 - 1)).toBeNull();
+  });
+
+  it("reads a thread's run-queue wait: more spinning threads than cores wait for one, in total at least what the extra thread needs", async () => {
+    const spinners = availableParallelism() + 1;
+    const workers = Array.from({ length: spinners }, () => new Worker(SPINNER, { eval: true }));
+    try {
+      const tids = (await Promise.all(workers.map(next))) as number[];
+      const before = tids.map((tid) => threadRunQueueWaitMs(tid));
+      expect(before.every((ms) => ms !== null && ms >= 0)).toBe(true);
+      const spun = workers.map(next);
+      for (const w of workers) w.postMessage(300);
+      await Promise.all(spun);
+      const waited = tids.map((tid, i) => threadRunQueueWaitMs(tid)! - before[i]!);
+      // cores + 1 threads each needing 300 ms of CPU: while all spin, one is always queued,
+      // so together they waited at least about one thread's share (here: a third of it).
+      expect(waited.reduce((a, b) => a + b, 0)).toBeGreaterThan(100);
+      expect(waited.every((ms) => ms >= 0)).toBe(true);
+    } finally {
+      await Promise.all(workers.map((w) => w.terminate()));
+    }
+    expect(threadRunQueueWaitMs(2 ** 31 - 1)).toBeNull();
   });
 });
