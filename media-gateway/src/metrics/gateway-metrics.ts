@@ -92,28 +92,30 @@ export class GatewayMetrics implements CallMetrics {
     // Linux only (thread-cpu.ts): with the pipeline threads' counters it tells where process_cpu_seconds_total goes.
     const loopTid = currentThreadId();
     if (loopTid !== null) {
-      new Counter({
-        name: 'vap_gateway_loop_cpu_seconds_total',
-        help: "CPU time (user + system, 10 ms steps) of the gateway's event-loop thread: carrier sockets, pacer, batches to and from the pipeline threads (and the voice sessions with PIPELINE_THREADS=0). process_cpu_seconds_total minus it and vap_pipeline_thread_cpu_seconds_total is the helper threads: V8's GC and compiler, libuv's pool, recording encoders",
-        registers,
-        collect() {
-          const ms = threadCpuMs(loopTid);
-          this.reset();
-          if (ms !== null) this.inc(ms / 1000);
-        },
-      });
-      if (threadRunQueueWaitMs(loopTid) !== null) {
+      // A counter whose value is a reading of the loop thread's /proc files (ms); not registered where they cannot be read.
+      const loopCounter = (name: string, help: string, readMs: (tid: number) => number | null) => {
+        if (readMs(loopTid) === null) return;
         new Counter({
-          name: 'vap_gateway_loop_run_queue_wait_seconds_total',
-          help: "Time the gateway's event-loop thread was ready to run but waited for a core (Linux schedstat): the pacer's timer and the carrier sockets wait with it, so frames go late on a machine whose cores are all busy even when the loop itself is idle enough. Its rate next to rate(vap_gateway_loop_cpu_seconds_total) says how much of the loop's time was queueing",
+          name,
+          help,
           registers,
           collect() {
-            const ms = threadRunQueueWaitMs(loopTid);
+            const ms = readMs(loopTid);
             this.reset();
             if (ms !== null) this.inc(ms / 1000);
           },
         });
-      }
+      };
+      loopCounter(
+        'vap_gateway_loop_cpu_seconds_total',
+        "CPU time (user + system, 10 ms steps) of the gateway's event-loop thread: carrier sockets, pacer, batches to and from the pipeline threads (and the voice sessions with PIPELINE_THREADS=0). process_cpu_seconds_total minus it and vap_pipeline_thread_cpu_seconds_total is the helper threads: V8's GC and compiler, libuv's pool, recording encoders",
+        threadCpuMs,
+      );
+      loopCounter(
+        'vap_gateway_loop_run_queue_wait_seconds_total',
+        "Time the gateway's event-loop thread was ready to run but waited for a core (Linux schedstat): the pacer's timer and the carrier sockets wait with it, so frames go late on a machine whose cores are all busy even when the loop itself is idle enough. Its rate next to rate(vap_gateway_loop_cpu_seconds_total) says how much of the loop's time was queueing",
+        threadRunQueueWaitMs,
+      );
     }
     if (source.pipelineThreads) this.registerThreadMetrics(source.pipelineThreads);
     new Counter({

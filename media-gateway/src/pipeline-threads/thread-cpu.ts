@@ -22,17 +22,22 @@ export function currentThreadId(): number | null {
   }
 }
 
+/** `/proc/self/task/<tid>/<file>` as text; null when it cannot be read (not Linux, or the thread has exited). */
+function taskFile(tid: number, file: 'stat' | 'schedstat'): string | null {
+  try {
+    return readFileSync(`/proc/self/task/${tid}/${file}`, 'latin1');
+  } catch {
+    return null;
+  }
+}
+
 /**
  * CPU time (user + system) thread `tid` of this process has used since it started, ms, in
  * 10 ms steps; null when it cannot be read (not Linux, or the thread has exited).
  */
 export function threadCpuMs(tid: number): number | null {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/self/task/${tid}/stat`, 'latin1');
-  } catch {
-    return null;
-  }
+  const stat = taskFile(tid, 'stat');
+  if (stat === null) return null;
   // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so fields count from the last ')'.
   // After it, state is field 3 of proc(5); utime and stime are fields 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -49,12 +54,8 @@ export function threadCpuMs(tid: number): number | null {
  * cannot be read (not Linux, a kernel without schedstats, or the thread has exited).
  */
 export function threadRunQueueWaitMs(tid: number): number | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/self/task/${tid}/schedstat`, 'latin1');
-  } catch {
-    return null;
-  }
-  const waitNs = Number(text.trim().split(' ')[1]);
+  const schedstat = taskFile(tid, 'schedstat');
+  if (schedstat === null) return null;
+  const waitNs = Number(schedstat.trim().split(' ')[1]);
   return Number.isFinite(waitNs) ? waitNs / 1e6 : null;
 }
