@@ -154,7 +154,6 @@ export interface GatewayCpuSplit {
   other: number;
 }
 
-/** The gateway's pipeline threads over its run, from its /metrics. */
 /**
  * The gateway's event-loop thread between the run's two /metrics scrapes, ms per second of
  * wall time: how long it ran (`vap_gateway_loop_cpu_seconds_total`, 10 ms steps) and how long
@@ -167,6 +166,7 @@ export interface LoopCoreWait {
   waitedMsPerSec: number;
 }
 
+/** The gateway's pipeline threads over its run, from its /metrics. */
 export interface PipelineThreadFigures {
   /**
    * Each thread's event loop busy, as a percentage of the run's wall time (100 = saturated),

@@ -1,8 +1,9 @@
 /**
- * The gateway's pipeline threads over a `bench:calls` run, from two scrapes of its /metrics
- * (`vap_pipeline_thread_*`): how busy each thread was, and the worst thread's event-loop
- * delay. One pipeline thread can saturate a core before the process reaches 60 % of two, so
- * the process CPU alone does not say which limit comes first.
+ * The gateway's threads over a `bench:calls` run, from two scrapes of its /metrics: how busy
+ * each pipeline thread was and the worst one's event-loop delay (`vap_pipeline_thread_*`),
+ * where the process's CPU went (loop, pipeline threads, the rest), and how long the loop
+ * thread waited for a core. One pipeline thread can saturate a core before the process
+ * reaches 60 % of two, so the process CPU alone does not say which limit comes first.
  */
 import { THREAD_LOOP_DELAY_RESOLUTION_MS } from '@vap/media-gateway/pipeline-threads/protocol';
 import type { PrometheusExposition } from '@vap/shared';
