@@ -59,6 +59,8 @@ export interface PipelineThreadStats {
    * from /proc, so a stuck thread has it too). Null off Linux or before the thread has loaded.
    */
   cpuMs: number | null;
+  /** Its OS thread id (Linux; what `top -H`, `perf` and /proc/<pid>/task name it); null off Linux or before the thread has loaded. */
+  tid: number | null;
   /** Its event-loop delay since the previous `stats()`; null when it did not answer in time (a stuck or loading thread) or took no sample. */
   loopDelay: ThreadLoopDelay;
 }
@@ -139,7 +141,7 @@ export class PipelineThreads {
         });
         clearTimeout(timer);
         t.statsWaiters.delete(id);
-        return { thread: i, calls: t.sessions.size, busyMs: t.worker.performance.eventLoopUtilization().active, cpuMs: t.tid === null ? null : threadCpuMs(t.tid), loopDelay };
+        return { thread: i, calls: t.sessions.size, busyMs: t.worker.performance.eventLoopUtilization().active, cpuMs: t.tid === null ? null : threadCpuMs(t.tid), tid: t.tid, loopDelay };
       }),
     );
   }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { InProcessBus, SUBJECTS, newId, parsePrometheusText } from '@vap/shared';
@@ -132,6 +133,10 @@ describe('gateway /metrics', () => {
       expect(loop).toBeGreaterThan(0);
       expect(thread).toBeGreaterThan(0);
       expect(loop + thread).toBeLessThanOrEqual(added('process_cpu_seconds_total') + 0.02);
+      // The pipeline thread's OS id names a thread of this process (the gateway runs in the test's process).
+      const tid = after.value('vap_pipeline_thread_os_thread_id', { thread: '0' });
+      expect(Number.isInteger(tid) && tid !== process.pid).toBe(true);
+      expect(existsSync(`/proc/self/task/${tid}`)).toBe(true);
       // The loop thread's wait for a core: a counter that only grows, and no more than the wall time between the scrapes.
       expect(after.types.get('vap_gateway_loop_run_queue_wait_seconds_total')).toBe('counter');
       const waited = added('vap_gateway_loop_run_queue_wait_seconds_total');
