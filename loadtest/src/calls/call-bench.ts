@@ -1,6 +1,6 @@
 /**
  * `pnpm bench:calls [-- --calls 200 --ramp-sec 20 --steady-sec 60 --workers 2 --no-relay
- * --stt-latency-ms 0 --out <dir> --pipeline-threads <n> --max-calls <n> --overload-lag-ms <ms> --gateway-log <file>]`
+ * --stt-latency-ms 0 --out <dir> --cpu-prof <dir> --perf <dir> --pipeline-threads <n> --max-calls <n> --overload-lag-ms <ms> --gateway-log <file>]`
  * (`call-config.ts`): N simulated Twilio callers against a media gateway on the sandbox providers, then the
  * same callers against a bare WebSocket relay.
  *
@@ -30,6 +30,7 @@ import { scriptForReport } from './call-script.js';
 import { Child } from './child.js';
 import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
 import { epochNow } from './process-sampler.js';
+import { PERF_NODE_FLAG, PerfRecording, formatPerfProfile, perfProblem, readPerfProfile } from './perf-profile.js';
 import { gatewayCpuSplit, loopCoreWait, pipelineThreadFigures } from './thread-figures.js';
 import type { TimedScrape } from './thread-figures.js';
 import type { RawSample } from './process-sampler.js';
@@ -82,7 +83,7 @@ async function scrape(url: string | null): Promise<{ lateFrames: number; activeC
   };
 }
 
-async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null; admission: AdmissionLimits | null }> {
+async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null; admission: AdmissionLimits | null; perfText: string | null }> {
   // The caller processes and the server start side by side: each takes seconds to load.
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
@@ -90,7 +91,9 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   // `--cpu-prof <dir>`: a V8 CPU profile per thread of the server process (open it in Chrome DevTools or speedscope);
   // `--gateway-node-flags`: runtime flags for the gateway's process only (the relay stays the same baseline).
   const profDir = config.cpuProfDir;
-  const nodeFlags = [...(target === 'gateway' ? config.gatewayNodeFlags : []), ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])];
+  // `--perf <dir>`: function names for Linux perf, which records the steady state (perf-profile.ts).
+  const perfDir = config.perfDir;
+  const nodeFlags = [...(target === 'gateway' ? config.gatewayNodeFlags : []), ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), ...(perfDir ? [PERF_NODE_FLAG] : [])];
   const server = track(started, new Child<ToServer, ServerMessage>(target, entry, [], nodeFlags));
   const samples: RawSample[] = [];
   const gatewayEnds = new Map<string, GatewayCallEnd>();
@@ -111,6 +114,13 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   const rampEndAt = startAt + config.rampSec * 1000;
   const steadyEndAt = rampEndAt + config.steadySec * 1000;
   server.send({ kind: 'window', fromAt: rampEndAt, toAt: steadyEndAt });
+  let recording: PerfRecording | null = null;
+  const perfTimer = perfDir
+    ? setTimeout(() => {
+        recording = new PerfRecording(server.pid!, join(perfDir, `${target}.perf.data`), config.steadySec);
+        recording.done.catch(() => {});
+      }, Math.max(0, rampEndAt - epochNow()))
+    : undefined;
 
   const records: CallRecord[] = [];
   const generator: GeneratorFigures[] = [];
@@ -148,8 +158,10 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     await Promise.all(done);
   } finally {
     clearInterval(ticker);
+    clearTimeout(perfTimer);
   }
   const finishedAt = epochNow();
+  const perfRecorded = await perfOutcome(recording);
   const simsAfter = simsBefore ? await simsUsage(simsProcess) : null;
 
   if (target === 'gateway') {
@@ -161,6 +173,8 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   const stopped = await server.next('stopped', 30_000);
   samples.push(stopped.lastSample);
   await Promise.all([server.kill(), ...workers.map((w) => w.kill())]);
+  // Read now, while nothing is measured (before the relay's run starts).
+  const perfText = perfRecorded ? perfReportText(perfRecorded, server.pid!, before?.timed ?? null, target, config.steadySec) : null;
 
   const run: TargetRun = targetRun({
     target,
@@ -189,7 +203,35 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     const end = gatewayEnds.get(r.callSid);
     return JSON.stringify({ target, ...r, frameGapsMs: undefined, steadyFrameGapsMs: undefined, gateway: end ? { status: end.status, endReason: end.endReason, turnMetrics: end.turnMetrics } : null });
   });
-  return { run, records, lines, pipelineThreads: ready.pipelineThreads, admission: ready.admission };
+  return { run, records, lines, pipelineThreads: ready.pipelineThreads, admission: ready.admission, perfText };
+}
+
+/** The recording's file once `perf` has written it; null (with a line on the terminal) when there was none or it failed. */
+async function perfOutcome(recording: PerfRecording | null): Promise<string | null> {
+  if (!recording) return null;
+  const r: PerfRecording = recording;
+  try {
+    await r.done;
+    return r.file;
+  } catch (err) {
+    progress(`perf: ${err instanceof Error ? err.message : String(err)}`);
+    return null;
+  }
+}
+
+/** Reads a target's recording and writes its text report beside it; the text, or null (with a line on the terminal) if perf could not read it. */
+function perfReportText(file: string, pid: number, metrics: TimedScrape | null, target: ServerTarget, seconds: number): string | null {
+  try {
+    const tids = (metrics?.metrics.samples ?? []).filter((x) => x.name === 'vap_pipeline_thread_os_thread_id').sort((a, b) => Number(a.labels['thread']) - Number(b.labels['thread'])).map((x) => x.value);
+    const text = formatPerfProfile(target, seconds, readPerfProfile(file, pid, tids));
+    const out = file.replace(/\.perf\.data$/, '-perf.txt');
+    writeFileSync(out, text);
+    progress(`${target}: on-CPU profile in ${out} (perf report -i ${file} for more)`);
+    return text;
+  } catch (err) {
+    progress(`perf: could not read ${file}: ${err instanceof Error ? err.message : String(err)}`);
+    return null;
+  }
 }
 
 async function simsUsage(sims: Child<ToSims, SimsMessage>): Promise<Extract<SimsMessage, { kind: 'usage' }>> {
@@ -208,6 +250,7 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
 
   const gateway = await runTarget(config, started, 'gateway', sims, providers, 0);
   const callLines = [...gateway.lines];
+  const perfTexts = [gateway.perfText];
   let relay: TargetRun | null = null;
   if (config.relay) {
     const callMs = medianCallMs(gateway.records) ?? DEFAULT_RELAY_CALL_MS;
@@ -215,6 +258,7 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
     const relayRun = await runTarget(config, started, 'relay', sims, providers, callMs);
     relay = relayRun.run;
     callLines.push(...relayRun.lines);
+    perfTexts.push(relayRun.perfText);
   }
   await sims.kill();
 
@@ -236,6 +280,7 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
   const callsFile = jsonFile.replace(/\.json$/, '.calls.jsonl');
   writeFileSync(callsFile, callLines.length > 0 ? `${callLines.join('\n')}\n` : '');
 
+  for (const text of perfTexts) if (text) process.stdout.write(`\n${text}`);
   process.stdout.write(`\n${formatCallTable(report)}\n\n`);
   for (const t of [report.gateway, report.relay]) {
     if (t?.connect) process.stdout.write(`${t.target} connect (dial → stream open): p50 ${t.connect.p50?.toFixed(0) ?? '-'} ms, p95 ${t.connect.p95?.toFixed(0) ?? '-'} ms, max ${t.connect.max?.toFixed(0) ?? '-'} ms over ${t.connect.count} calls\n`);
@@ -251,6 +296,14 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
 
 async function main(): Promise<void> {
   const config = loadOrExit(() => loadCallBenchConfig());
+  if (config.perfDir) {
+    const problem = perfProblem();
+    if (problem) {
+      console.error(`--perf: ${problem}`);
+      process.exit(2);
+    }
+    mkdirSync(config.perfDir, { recursive: true });
+  }
   const started: Started = { children: new Set() };
   const shutDown = async () => {
     await Promise.all([...started.children].map((c) => c.kill()));

@@ -24,6 +24,8 @@ export interface CallBenchConfig {
   outDir: string;
   /** Write a V8 CPU profile of each server process (gateway, relay) into this directory (`--cpu-prof <dir>`), or null. */
   cpuProfDir: string | null;
+  /** Write an on-CPU profile (Linux `perf`) of each server process's steady state into this directory (`--perf <dir>`), or null. */
+  perfDir: string | null;
   /** The gateway's pipeline threads (`--pipeline-threads`, its `PIPELINE_THREADS`); null: the gateway's default. */
   pipelineThreads: number | null;
   /** The gateway's admission limits (`--max-calls`, `--overload-lag-ms`: its `GATEWAY_MAX_CALLS`, `GATEWAY_OVERLOAD_LAG_MS`); null: its defaults. */
@@ -39,7 +41,7 @@ export interface CallBenchConfig {
   gatewayNodeFlags: readonly string[];
 }
 
-export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--pipeline-threads <n>] [--max-calls <n>] [--overload-lag-ms <ms>] [--gateway-log <file>] [--gateway-node-flags="<flags>"]';
+export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--perf <dir>] [--pipeline-threads <n>] [--max-calls <n>] [--overload-lag-ms <ms>] [--gateway-log <file>] [--gateway-node-flags="<flags>"]';
 
 const NODE_FLAG = /^--[a-z0-9][a-z0-9_-]*(=\S+)?$/i;
 
@@ -62,7 +64,7 @@ function intIn(raw: string | undefined, name: string, def: number, min: number, 
 export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): CallBenchConfig {
   // `pnpm bench:calls -- --calls 5` may hand a bare `--` through.
   const args = argv.filter((a) => a !== '--');
-  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string; 'cpu-prof'?: string; 'pipeline-threads'?: string; 'max-calls'?: string; 'overload-lag-ms'?: string; 'gateway-log'?: string; 'gateway-node-flags'?: string };
+  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string; 'cpu-prof'?: string; perf?: string; 'pipeline-threads'?: string; 'max-calls'?: string; 'overload-lag-ms'?: string; 'gateway-log'?: string; 'gateway-node-flags'?: string };
   try {
     ({ values } = parseArgs({
       args,
@@ -75,6 +77,7 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
         'stt-latency-ms': { type: 'string' },
         out: { type: 'string' },
         'cpu-prof': { type: 'string' },
+        perf: { type: 'string' },
         'pipeline-threads': { type: 'string' },
         'max-calls': { type: 'string' },
         'overload-lag-ms': { type: 'string' },
@@ -101,9 +104,10 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
   if (values.out !== undefined && values.out.trim() === '') problems.push('--out: must be a directory path');
   if (values['gateway-log'] !== undefined && values['gateway-log'].trim() === '') problems.push('--gateway-log: must be a file path');
   if (values['cpu-prof'] !== undefined && values['cpu-prof'].trim() === '') problems.push('--cpu-prof: must be a directory path');
+  if (values.perf !== undefined && values.perf.trim() === '') problems.push('--perf: must be a directory path');
   const gatewayNodeFlags = (values['gateway-node-flags'] ?? '').split(/\s+/).filter((f) => f !== '');
   const badFlag = gatewayNodeFlags.find((f) => !NODE_FLAG.test(f));
   if (badFlag !== undefined) problems.push(`--gateway-node-flags: each flag must be --name or --name=value, separated by spaces (got "${badFlag}")`);
   if (problems.length > 0) throw new BenchConfigError(problems);
-  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR, cpuProfDir: values['cpu-prof'] ?? null, pipelineThreads, maxCalls, overloadLagMs, gatewayLogFile: values['gateway-log'] ?? null, gatewayNodeFlags: Object.freeze(gatewayNodeFlags) });
+  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR, cpuProfDir: values['cpu-prof'] ?? null, perfDir: values.perf ?? null, pipelineThreads, maxCalls, overloadLagMs, gatewayLogFile: values['gateway-log'] ?? null, gatewayNodeFlags: Object.freeze(gatewayNodeFlags) });
 }
