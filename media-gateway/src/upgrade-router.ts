@@ -11,10 +11,16 @@ import type { Duplex } from 'node:stream';
 /** Handles an upgrade request whose path it claimed; owns `socket` from then on. */
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
-/** Answers an upgrade with a bare HTTP status (there is no response object) and closes the socket. */
-export function refuseUpgrade(socket: Duplex, status: number, headers: Record<string, string> = {}): void {
-  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\n${extra}Content-Length: 0\r\n\r\n`, () => socket.destroy());
+/**
+ * Answers an upgrade with an HTTP status (there is no response object) and closes the socket;
+ * with `problem`, an RFC 7807 body says why (a carrier ignores it; a person with curl, or a
+ * test caller, reads it).
+ */
+export function refuseUpgrade(socket: Duplex, status: number, headers: Record<string, string> = {}, problem?: Record<string, unknown>): void {
+  const body = problem === undefined ? '' : JSON.stringify({ type: 'about:blank', status, ...problem });
+  const all = { ...headers, ...(problem === undefined ? {} : { 'Content-Type': 'application/problem+json' }), 'Content-Length': String(Buffer.byteLength(body)) };
+  const lines = Object.entries(all).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\n${lines}\r\n${body}`, () => socket.destroy());
 }
 
 /** Routes a server's WebSocket upgrades by exact path (the query string is ignored). */

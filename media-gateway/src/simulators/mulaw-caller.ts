@@ -30,16 +30,25 @@ const MULAW_FRAMING: InboundFraming = { bytes: 160, silence: 0xff };
 const MAX_INBOUND_CATCH_UP = 5;
 const TIMER_TOLERANCE_MS = 2;
 
-/** The upgrade was answered with an HTTP status instead of 101 (and, for a 503, the `Retry-After` seconds it gave, else null). */
+/**
+ * The upgrade was answered with an HTTP status instead of 101: for a 503, the `Retry-After`
+ * seconds it gave (else null), and the `detail` of an RFC 7807 body when there was one (why
+ * the gateway refused, e.g. how far behind its pipelines were).
+ */
 export class StreamRefusedError extends Error {
   constructor(
     readonly status: number,
     readonly retryAfterS: number | null = null,
+    readonly detail: string | null = null,
   ) {
-    super(`media stream upgrade refused with HTTP ${status}`);
+    super(`media stream upgrade refused with HTTP ${status}${detail === null ? '' : `: ${detail}`}`);
     this.name = 'StreamRefusedError';
   }
 }
+
+/** A refusal's body is read up to this size, and for this long at most. */
+const REFUSAL_BODY_MAX_BYTES = 4096;
+const REFUSAL_BODY_WAIT_MS = 2000;
 
 /** Opens a WebSocket as a carrier would; rejects with {@link StreamRefusedError} when the upgrade is answered 403/404/…. */
 export async function openCarrierSocket(url: string, headers: Record<string, string>, connectTimeoutMs = 5000): Promise<WebSocket> {
@@ -47,14 +56,39 @@ export async function openCarrierSocket(url: string, headers: Record<string, str
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
     ws.once('unexpected-response', (req, res) => {
-      res.resume();
-      req.destroy();
       const waitMs = retryAfterMs(res.headers['retry-after']);
-      reject(new StreamRefusedError(res.statusCode ?? 0, waitMs === undefined ? null : Math.ceil(waitMs / 1000)));
+      const problem = /^application\/problem\+json/i.test(res.headers['content-type'] ?? '');
+      let body = '';
+      let settled = false;
+      const refuse = (): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        req.destroy();
+        reject(new StreamRefusedError(res.statusCode ?? 0, waitMs === undefined ? null : Math.ceil(waitMs / 1000), problem ? problemDetail(body) : null));
+      };
+      const timer = setTimeout(refuse, REFUSAL_BODY_WAIT_MS);
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (body.length < REFUSAL_BODY_MAX_BYTES) body += chunk;
+      });
+      res.once('end', refuse);
+      res.once('error', refuse);
     });
     ws.once('error', reject);
   });
   return ws;
+}
+
+/** The `detail` (else the `title`) of an RFC 7807 body; null when it has neither or is not JSON. */
+function problemDetail(body: string): string | null {
+  try {
+    const p = JSON.parse(body) as { detail?: unknown; title?: unknown };
+    if (typeof p.detail === 'string') return p.detail;
+    return typeof p.title === 'string' ? p.title : null;
+  } catch {
+    return null;
+  }
 }
 
 interface SpeechItem {

@@ -47,14 +47,18 @@ async function dial(streamUrl: string): Promise<TwilioCallerSimulator> {
   return sim;
 }
 
-/** The status and Retry-After of an upgrade the gateway answers without switching protocols. */
-function refusedUpgrade(url: string): Promise<{ status: number; retryAfter: string | undefined }> {
+/** The status, Retry-After and body (with its type) of an upgrade the gateway answers without switching protocols. */
+function refusedUpgrade(url: string): Promise<{ status: number; retryAfter: string | undefined; type: string | undefined; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url);
     ws.on('unexpected-response', (_req, res) => {
-      resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined });
-      res.resume();
-      ws.terminate();
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined, type: res.headers['content-type'], body: JSON.parse(text) as Record<string, unknown> });
+        ws.terminate();
+      });
     });
     ws.on('open', () => {
       ws.terminate();
@@ -72,8 +76,14 @@ describe('gateway admission', () => {
     await vi.waitFor(() => expect(legs).toHaveLength(1));
 
     const refusedBefore = mediaStreamClosed.get('at-capacity');
-    expect(await refusedUpgrade(streamUrl)).toEqual({ status: 503, retryAfter: '5' });
-    await expect(dial(streamUrl)).rejects.toEqual(new StreamRefusedError(503, 5));
+    // Why, in the refusal's RFC 7807 body: a carrier ignores it, a person with curl (or the bench's callers) reads it.
+    expect(await refusedUpgrade(streamUrl)).toEqual({
+      status: 503,
+      retryAfter: '5',
+      type: 'application/problem+json',
+      body: { type: 'about:blank', status: 503, title: 'Not accepting calls', detail: 'The gateway carries 1 call, its limit (GATEWAY_MAX_CALLS=1)', reason: 'at-capacity' },
+    });
+    await expect(dial(streamUrl)).rejects.toEqual(new StreamRefusedError(503, 5, 'The gateway carries 1 call, its limit (GATEWAY_MAX_CALLS=1)'));
     expect(mediaStreamClosed.get('at-capacity') - refusedBefore).toBe(2);
     expect(legs).toHaveLength(1);
 
@@ -110,7 +120,11 @@ describe('gateway admission', () => {
     }
 
     const refusedBefore = mediaStreamClosed.get('overloaded');
-    expect(await refusedUpgrade(streamUrl)).toEqual({ status: 503, retryAfter: '5' });
+    const refused = await refusedUpgrade(streamUrl);
+    expect(refused).toMatchObject({ status: 503, retryAfter: '5', body: { status: 503, reason: 'overloaded' } });
+    // The lag it read: one ~700 ms stall.
+    const behind = /^The gateway's pipelines are (\d+) ms behind, over GATEWAY_OVERLOAD_LAG_MS=200$/.exec(String(refused.body['detail']));
+    expect(Number(behind?.[1])).toBeGreaterThan(200);
     expect(mediaStreamClosed.get('overloaded') - refusedBefore).toBe(1);
     const ready = await fetch(`${gw.url}/readyz`);
     expect(ready.status).toBe(503);
@@ -152,7 +166,9 @@ describe('gateway admission, its calls on pipeline threads', () => {
     // The gateway's loop is free: only the thread's unanswered pings tell it is behind.
     await vi.waitFor(async () => expect((await fetch(`${started.url}/readyz`)).status).toBe(503), { timeout: 2000, interval: 25 });
     const refusedBefore = mediaStreamClosed.get('overloaded');
-    await expect(dialAgent(started, providers, agentId, 'ten_1', ['Hello'])).rejects.toEqual(new StreamRefusedError(503, 5));
+    const refusal = dialAgent(started, providers, agentId, 'ten_1', ['Hello']);
+    await expect(refusal).rejects.toBeInstanceOf(StreamRefusedError);
+    await expect(refusal).rejects.toMatchObject({ status: 503, retryAfterS: 5, detail: expect.stringMatching(/^The gateway's pipelines are \d+ ms behind, over GATEWAY_OVERLOAD_LAG_MS=200$/) });
     expect(mediaStreamClosed.get('overloaded') - refusedBefore).toBe(1);
     expect(started.sessions!.activeCalls).toBe(1);
     // Nothing of the greeting yet: the session waits on the stalled thread.
