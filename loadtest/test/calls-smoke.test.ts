@@ -76,6 +76,11 @@ describe('pnpm bench:calls', () => {
     expect(gw.pipelineThreads!.loopDelayP99Ms).not.toBeNull();
     expect(stdout).toMatch(/pipeline threads busy, % of wall time each +\d+ +-/);
     if (process.platform === 'linux') {
+      // The pipeline thread ran the calls and, on a busy machine, may have waited for a core (a few seconds of run).
+      expect(gw.pipelineThreads!.coreWait).toHaveLength(1);
+      expect(gw.pipelineThreads!.coreWait![0]!.ranMsPerSec).toBeGreaterThan(0);
+      expect(gw.pipelineThreads!.coreWait![0]!.waitedMsPerSec).toBeGreaterThanOrEqual(0);
+      expect(stdout).toMatch(/pipeline threads ran \/ waited for a core, ms per s each +\d+\.\d \/ \d+\.\d +-/);
       // Where the gateway's CPU went: both its loop and its pipeline thread worked, and together no more than the
       // whole process (a tick or two of slack: the threads count in 10 ms steps over a few seconds of CPU).
       const split = gw.cpuSplit!;
@@ -124,7 +129,8 @@ describe('pnpm bench:calls', () => {
     expect(gw.calls.refused).toBeGreaterThan(0);
     expect(gw.calls.failed).toBe(gw.calls.refused);
     expect(gw.calls.completed).toBe(gw.calls.connected);
-    expect(gw.failures.every((f) => f.kind === 'refused' && f.message.includes('HTTP 503'))).toBe(true);
+    // Each with the gateway's reason, from the refusal's body.
+    expect(gw.failures.every((f) => f.kind === 'refused' && f.message.includes('HTTP 503: The gateway carries 2 calls, its limit (GATEWAY_MAX_CALLS=2)'))).toBe(true);
     expect(stdout).toMatch(new RegExp(`failed calls += 0 +${gw.calls.failed} failed \\(0 of them dropped, ${gw.calls.refused} refused with 503\\)`));
     // The gateway's own lines: each refusal with its reason, and the calls it took.
     const lines = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg?: string; reason?: string });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePrometheusText } from '@vap/shared';
-import { gatewayCpuSplit, loopCoreWait, loopCoreWaitRows, pipelineThreadFigures } from '../src/calls/thread-figures.js';
+import { gatewayCpuSplit, loopCoreWait, loopCoreWaitRows, pipelineThreadFigures, pipelineThreadRows } from '../src/calls/thread-figures.js';
 
 const scrape = (at: number, lines: string[]) => ({ at, metrics: parsePrometheusText(lines.join('\n') + '\n') });
 const BUSY = '# TYPE vap_pipeline_thread_busy_seconds_total counter';
@@ -34,6 +34,24 @@ describe('pipelineThreadFigures', () => {
     expect(f.busyPercent).toEqual([40]);
     expect(f.loopDelayP99Ms).toBeNull();
     expect(f.loopDelayMaxMs).toBeNull();
+  });
+
+  it("gives each thread's CPU time and wait for a core per second of the run, where the gateway reads them (Linux)", () => {
+    const CPU = '# TYPE vap_pipeline_thread_cpu_seconds_total counter';
+    const WAIT = '# TYPE vap_pipeline_thread_run_queue_wait_seconds_total counter';
+    const before = scrape(0, [BUSY, 'vap_pipeline_thread_busy_seconds_total{thread="0"} 1', 'vap_pipeline_thread_busy_seconds_total{thread="1"} 1', CPU, 'vap_pipeline_thread_cpu_seconds_total{thread="0"} 5', 'vap_pipeline_thread_cpu_seconds_total{thread="1"} 2', WAIT, 'vap_pipeline_thread_run_queue_wait_seconds_total{thread="0"} 1', 'vap_pipeline_thread_run_queue_wait_seconds_total{thread="1"} 0.5']);
+    const after = scrape(40_000, [BUSY, 'vap_pipeline_thread_busy_seconds_total{thread="0"} 21', 'vap_pipeline_thread_busy_seconds_total{thread="1"} 9', CPU, 'vap_pipeline_thread_cpu_seconds_total{thread="1"} 6', 'vap_pipeline_thread_cpu_seconds_total{thread="0"} 21', WAIT, 'vap_pipeline_thread_run_queue_wait_seconds_total{thread="0"} 13', 'vap_pipeline_thread_run_queue_wait_seconds_total{thread="1"} 2.5']);
+    const f = pipelineThreadFigures(before, after)!;
+    // Thread 0 ran 16 s and waited 12 s of 40 s; thread 1 ran 4 s and waited 2 s.
+    expect(f.coreWait).toEqual([
+      { ranMsPerSec: 400, waitedMsPerSec: 300 },
+      { ranMsPerSec: 100, waitedMsPerSec: 50 },
+    ]);
+    expect(pipelineThreadRows(f)).toContainEqual(['pipeline threads ran / waited for a core, ms per s each', '400.0 / 300.0, 100.0 / 50.0', '-']);
+    // Without the counters (off Linux): no figure and no row.
+    const bare = pipelineThreadFigures(scrape(0, [BUSY, 'vap_pipeline_thread_busy_seconds_total{thread="0"} 1']), scrape(10_000, [BUSY, 'vap_pipeline_thread_busy_seconds_total{thread="0"} 2']))!;
+    expect(bare.coreWait).toBeUndefined();
+    expect(pipelineThreadRows(bare).map((r) => r[0])).not.toContain('pipeline threads ran / waited for a core, ms per s each');
   });
 
   it('is null for a gateway without pipeline threads', () => {

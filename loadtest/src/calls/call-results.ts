@@ -177,6 +177,11 @@ export interface PipelineThreadFigures {
   /** The worst thread's event-loop delay beyond the 10 ms sampling period, ms: p99 and max. */
   loopDelayP99Ms: number | null;
   loopDelayMaxMs: number | null;
+  /**
+   * Each thread's CPU time and its time ready but waiting for a core, ms per second of the run, in
+   * pool order (as {@link LoopCoreWait} for the loop); absent off Linux, where the gateway reads neither.
+   */
+  coreWait?: { ranMsPerSec: number; waitedMsPerSec: number }[];
 }
 
 /** One caller (or simulators) process over one target's run. */

@@ -1,8 +1,8 @@
 /**
  * The gateway's threads over a `bench:calls` run, from two scrapes of its /metrics: how busy
- * each pipeline thread was and the worst one's event-loop delay (`vap_pipeline_thread_*`),
- * where the process's CPU went (loop, pipeline threads, the rest), and how long the loop
- * thread waited for a core. One pipeline thread can saturate a core before the process
+ * each pipeline thread was, how long it ran and waited for a core, and the worst one's
+ * event-loop delay (`vap_pipeline_thread_*`), where the process's CPU went (loop, pipeline
+ * threads, the rest), and how long the loop thread waited for a core. One pipeline thread can saturate a core before the process
  * reaches 60 % of two, so the process CPU alone does not say which limit comes first.
  */
 import { THREAD_LOOP_DELAY_RESOLUTION_MS } from '@vap/media-gateway/pipeline-threads/protocol';
@@ -48,7 +48,13 @@ export function pipelineThreadFigures(before: TimedScrape, after: TimedScrape): 
     // The gauges include the sampling period, the report's delays do not (as the process sampler's).
     return values.length === 0 ? null : Math.max(0, Math.max(...values) * 1000 - THREAD_LOOP_DELAY_RESOLUTION_MS);
   };
-  return { busyPercent, loopDelayP99Ms: worst('vap_pipeline_thread_eventloop_lag_p99_seconds'), loopDelayMaxMs: worst('vap_pipeline_thread_eventloop_lag_max_seconds') };
+  const figures: PipelineThreadFigures = { busyPercent, loopDelayP99Ms: worst('vap_pipeline_thread_eventloop_lag_p99_seconds'), loopDelayMaxMs: worst('vap_pipeline_thread_eventloop_lag_max_seconds') };
+  const ran = addedPerThread(before.metrics, after.metrics, 'vap_pipeline_thread_cpu_seconds_total');
+  const waited = addedPerThread(before.metrics, after.metrics, 'vap_pipeline_thread_run_queue_wait_seconds_total');
+  if (threads.every((t) => ran.has(t) && waited.has(t))) {
+    figures.coreWait = threads.map((t) => ({ ranMsPerSec: (ran.get(t)! * 1000) / wallSec, waitedMsPerSec: (waited.get(t)! * 1000) / wallSec }));
+  }
+  return figures;
 }
 
 /**
@@ -106,5 +112,6 @@ export function pipelineThreadRows(threads: PipelineThreadFigures | undefined): 
   return [
     ['pipeline threads busy, % of wall time each', threads.busyPercent.map((p) => p.toFixed(0)).join(' '), '-'],
     ['pipeline thread loop delay p99 / max ms (worst)', `${ms(threads.loopDelayP99Ms)} / ${ms(threads.loopDelayMaxMs)}`, '-'],
+    ...(threads.coreWait ? [['pipeline threads ran / waited for a core, ms per s each', threads.coreWait.map((w) => `${w.ranMsPerSec.toFixed(1)} / ${w.waitedMsPerSec.toFixed(1)}`).join(', '), '-']] : []),
   ];
 }

@@ -15,7 +15,7 @@ import type { KnowledgePassage, RecordedMessage, RecordedTurn, SessionStatus, Tu
 import type { CallLeg } from '../call-leg.js';
 import { Batcher, unpackBatch } from './protocol.js';
 import type { Batch, FromThread, SessionInit, SessionResult, ThreadLoopDelay, ThreadReady, ToThread } from './protocol.js';
-import { threadCpuMs } from './thread-cpu.js';
+import { threadCpuMs, threadRunQueueWaitMs } from './thread-cpu.js';
 
 /** One call's voice session, wherever it runs: a {@link VoiceSession} satisfies it, so does a session on a pipeline thread. */
 export interface SessionHandle {
@@ -61,6 +61,12 @@ export interface PipelineThreadStats {
   cpuMs: number | null;
   /** Its OS thread id (Linux; what `top -H`, `perf` and /proc/<pid>/task name it); null off Linux or before the thread has loaded. */
   tid: number | null;
+  /**
+   * Time it has spent ready to run but waiting for a core since it started, ms (Linux schedstat,
+   * read by the gateway as `cpuMs`). Its nice +10 makes it wait first when the cores are busy:
+   * set against `cpuMs`, this says whether its delays came from its own work or from the machine.
+   */
+  runQueueWaitMs: number | null;
   /** Its event-loop delay since the previous `stats()`; null when it did not answer in time (a stuck or loading thread) or took no sample. */
   loopDelay: ThreadLoopDelay;
 }
@@ -141,7 +147,7 @@ export class PipelineThreads {
         });
         clearTimeout(timer);
         t.statsWaiters.delete(id);
-        return { thread: i, calls: t.sessions.size, busyMs: t.worker.performance.eventLoopUtilization().active, cpuMs: t.tid === null ? null : threadCpuMs(t.tid), tid: t.tid, loopDelay };
+        return { thread: i, calls: t.sessions.size, busyMs: t.worker.performance.eventLoopUtilization().active, cpuMs: t.tid === null ? null : threadCpuMs(t.tid), tid: t.tid, runQueueWaitMs: t.tid === null ? null : threadRunQueueWaitMs(t.tid), loopDelay };
       }),
     );
   }

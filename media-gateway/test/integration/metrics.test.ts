@@ -133,6 +133,11 @@ describe('gateway /metrics', () => {
       expect(loop).toBeGreaterThan(0);
       expect(thread).toBeGreaterThan(0);
       expect(loop + thread).toBeLessThanOrEqual(added('process_cpu_seconds_total') + 0.02);
+      // The pipeline thread's wait for a core: as the loop's, never negative and under the wall time between the scrapes.
+      expect(after.types.get('vap_pipeline_thread_run_queue_wait_seconds_total')).toBe('counter');
+      const threadWaited = added('vap_pipeline_thread_run_queue_wait_seconds_total', { thread: '0' });
+      expect(threadWaited).toBeGreaterThanOrEqual(0);
+      expect(threadWaited).toBeLessThan(wallBetweenScrapesSec);
       // The pipeline thread's OS id names a thread of this process (the gateway runs in the test's process).
       const tid = after.value('vap_pipeline_thread_os_thread_id', { thread: '0' });
       expect(Number.isInteger(tid) && tid !== process.pid).toBe(true);

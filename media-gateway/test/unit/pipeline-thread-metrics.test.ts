@@ -23,9 +23,9 @@ describe('pipeline-thread metrics', () => {
     const m = metrics(async () => {
       asks++;
       return [
-        { thread: 0, calls: 3, busyMs, cpuMs: busyMs - 300, tid: 4242, loopDelay: { p50Ns: 10.1e6, p99Ns: 14e6, maxNs: 31e6 } },
+        { thread: 0, calls: 3, busyMs, cpuMs: busyMs - 300, tid: 4242, runQueueWaitMs: busyMs / 10, loopDelay: { p50Ns: 10.1e6, p99Ns: 14e6, maxNs: 31e6 } },
         // Did not answer in time: calls and busy time, no delay; its CPU time could not be read.
-        { thread: 1, calls: 2, busyMs: 250, cpuMs: null, tid: null, loopDelay: null },
+        { thread: 1, calls: 2, busyMs: 250, cpuMs: null, tid: null, runQueueWaitMs: null, loopDelay: null },
       ];
     });
     const first = parsePrometheusText(await m.registry.metrics());
@@ -38,6 +38,9 @@ describe('pipeline-thread metrics', () => {
     expect(first.types.get('vap_pipeline_thread_cpu_seconds_total')).toBe('counter');
     expect(first.value('vap_pipeline_thread_cpu_seconds_total', { thread: '0' })).toBe(1.2);
     expect(first.samples.filter((s) => s.name === 'vap_pipeline_thread_cpu_seconds_total' && s.labels['thread'] === '1')).toEqual([]);
+    expect(first.types.get('vap_pipeline_thread_run_queue_wait_seconds_total')).toBe('counter');
+    expect(first.value('vap_pipeline_thread_run_queue_wait_seconds_total', { thread: '0' })).toBe(0.15);
+    expect(first.samples.filter((s) => s.name === 'vap_pipeline_thread_run_queue_wait_seconds_total' && s.labels['thread'] === '1')).toEqual([]);
     expect(first.types.get('vap_pipeline_thread_os_thread_id')).toBe('gauge');
     expect(first.value('vap_pipeline_thread_os_thread_id', { thread: '0' })).toBe(4242);
     expect(first.samples.filter((s) => s.name === 'vap_pipeline_thread_os_thread_id' && s.labels['thread'] === '1')).toEqual([]);
@@ -51,6 +54,7 @@ describe('pipeline-thread metrics', () => {
     expect(asks).toBe(2);
     expect(second.value('vap_pipeline_thread_busy_seconds_total', { thread: '0' })).toBe(2.5);
     expect(second.value('vap_pipeline_thread_cpu_seconds_total', { thread: '0' })).toBe(2.2);
+    expect(second.value('vap_pipeline_thread_run_queue_wait_seconds_total', { thread: '0' })).toBe(0.25);
     expect(second.value('vap_pipeline_thread_calls', { thread: '0' })).toBe(3);
   });
 
