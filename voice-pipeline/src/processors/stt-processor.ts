@@ -18,8 +18,8 @@ export interface SttProcessorOptions {
    * While an utterance is open ({@link SttProcessor.setUtteranceOpen}), caller audio is sent
    * to the provider at every this many ms of the call's audio (default 100: five carrier frames, within the
    * 20-250 ms Deepgram recommends for streaming). Each send is a WebSocket frame and a socket
-   * write, the costliest part of a call for a pipeline thread (a profile at 200 calls: a fifth
-   * of its CPU in the socket writes of these sends). `finalize` sends what is held first, so
+   * write, the largest single item of a pipeline thread's time on a core (perf at 200 calls:
+   * 14 %, README "Benchmarks"). `finalize` sends what is held first, so
    * the end of a turn is not delayed; interim results may come up to 80 ms later, while
    * barge-in pauses on the local VAD and does not wait for them. 20 sends every frame on arrival.
    */
@@ -27,7 +27,9 @@ export interface SttProcessorOptions {
   /**
    * The same while no utterance is open (default 240: twelve carrier frames, still within
    * Deepgram's 20-250 ms): the line is quiet, or the agent speaks, most of a call, and the STT
-   * needs that audio only to keep its timeline and hear what the local VAD might miss. The
+   * needs that audio only to keep its timeline and hear what the local VAD might miss. Longer
+   * buys little: at 2000 ms (one send in 2 s of quiet instead of four a second, 200 calls) the gateway's CPU per
+   * call-second moved by less than the spread between runs (README "Benchmarks"). The
    * onset of an utterance sends what is held at once, so speech reaches the STT as soon as
    * the VAD heard it, as with short chunks.
    */
