@@ -26,11 +26,16 @@ export const DEFAULT_OVERLOAD_LAG_MS = 500;
 /** Why a new call is refused. */
 export type AdmissionRefusal = { reason: 'at-capacity'; calls: number; maxCalls: number } | { reason: 'overloaded'; lagMs: number; overloadLagMs: number };
 
-/** A refusal in words, for people: the `detail` of `/readyz`'s 503 and of a refused stream's. */
-export function refusalDetail(refusal: AdmissionRefusal): string {
-  return refusal.reason === 'at-capacity'
-    ? `The gateway carries ${refusal.calls} ${refusal.calls === 1 ? 'call' : 'calls'}, its limit (GATEWAY_MAX_CALLS=${refusal.maxCalls})`
-    : `The gateway's pipelines are ${refusal.lagMs} ms behind, over GATEWAY_OVERLOAD_LAG_MS=${refusal.overloadLagMs}`;
+/**
+ * A refusal as the fields of an RFC 7807 body (`/readyz`'s 503 and a refused stream's): the
+ * same title, a `detail` in words for people, and the `reason` for programs.
+ */
+export function refusalProblem(refusal: AdmissionRefusal): { title: string; detail: string; reason: AdmissionRefusal['reason'] } {
+  const detail =
+    refusal.reason === 'at-capacity'
+      ? `The gateway carries ${refusal.calls} ${refusal.calls === 1 ? 'call' : 'calls'}, its limit (GATEWAY_MAX_CALLS=${refusal.maxCalls})`
+      : `The gateway's pipelines are ${refusal.lagMs} ms behind, over GATEWAY_OVERLOAD_LAG_MS=${refusal.overloadLagMs}`;
+  return { title: 'Not accepting calls', detail, reason: refusal.reason };
 }
 
 /** The two limits, each 0 for off. */

@@ -5,7 +5,7 @@ import { PROMETHEUS_CONTENT_TYPE, SUBJECTS, createObjectStore, metricsExposition
 import type { Bus, BusSubscription, ObjectStore } from '@vap/shared';
 import { startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
-import { Admission, REFUSED_RETRY_AFTER_S, admissionLimits, refusalDetail } from './admission.js';
+import { Admission, REFUSED_RETRY_AFTER_S, admissionLimits, refusalProblem } from './admission.js';
 import type { CallLeg } from './call-leg.js';
 import { CallSessions } from './call-sessions.js';
 import type { GatewayConfig } from './config.js';
@@ -134,7 +134,7 @@ export async function startMediaGateway(
   app.get('/readyz', async (_req, reply) => {
     const refusal = admission.check();
     if (!refusal) return { status: 'ready', gatewayId };
-    return reply.code(503).header('Retry-After', String(REFUSED_RETRY_AFTER_S)).type('application/problem+json').send({ type: 'about:blank', title: 'Not accepting calls', status: 503, detail: refusalDetail(refusal), reason: refusal.reason, gatewayId });
+    return reply.code(503).header('Retry-After', String(REFUSED_RETRY_AFTER_S)).type('application/problem+json').send({ type: 'about:blank', status: 503, ...refusalProblem(refusal), gatewayId });
   });
   app.get('/metrics', async (req, reply) => {
     if (!metricsRequestAllowed(req.headers.authorization, config.metricsToken)) {

@@ -209,10 +209,9 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
 /** The recording's file once `perf` has written it; null (with a line on the terminal) when there was none or it failed. */
 async function perfOutcome(recording: PerfRecording | null): Promise<string | null> {
   if (!recording) return null;
-  const r: PerfRecording = recording;
   try {
-    await r.done;
-    return r.file;
+    await recording.done;
+    return recording.file;
   } catch (err) {
     progress(`perf: ${err instanceof Error ? err.message : String(err)}`);
     return null;

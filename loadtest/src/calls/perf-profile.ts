@@ -11,7 +11,6 @@
  * samples, and the functions with the most own time on the event loop and each pipeline thread.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,26 +40,20 @@ export function perfProblem(): string | null {
 
 /** `perf record` of one process's threads for `seconds`, with call graphs (for a later `perf report -g`). */
 export class PerfRecording {
-  private readonly proc: ChildProcess;
   private stderr = '';
   /** Resolves when the recording is written; rejects with what perf said if it failed. */
   readonly done: Promise<void>;
 
   constructor(pid: number, readonly file: string, seconds: number) {
     const args = ['record', '-q', '-e', 'cpu-clock', '-F', String(PERF_SAMPLE_HZ), '-g', '-p', String(pid), '-o', file, '--', 'sleep', String(seconds)];
-    this.proc = spawn('perf', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    this.proc.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    const proc = spawn('perf', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    proc.stderr!.setEncoding('utf8').on('data', (d: string) => {
       if (this.stderr.length < 4096) this.stderr += d;
     });
     this.done = new Promise((resolve, reject) => {
-      this.proc.once('error', reject);
-      this.proc.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`perf record exited with ${signal ?? code}: ${firstLines(this.stderr)}`))));
+      proc.once('error', reject);
+      proc.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`perf record exited with ${signal ?? code}: ${firstLines(this.stderr)}`))));
     });
-  }
-
-  /** Ends the recording early (SIGINT: perf writes what it has). */
-  stop(): void {
-    if (this.proc.exitCode === null && this.proc.signalCode === null) this.proc.kill('SIGINT');
   }
 }
 
