@@ -12,6 +12,7 @@ import type { Database } from './db/database.js';
 import './http/fastify-types.js';
 import { registerErrorDocs } from './http/docs.js';
 import { registerProblemHandlers } from './http/problem.js';
+import { frameworkErrorProblem, refuseNulCharacters } from './http/input-guards.js';
 import { openApiTransform } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { agentRoutes } from './modules/agents/routes.js';
@@ -128,11 +129,13 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       return config.trustProxy && typeof inbound === 'string' && REQUEST_ID.test(inbound) ? inbound : newId('trace');
     },
     logController: new LogController({ requestIdLogLabel: 'reqId', disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+    frameworkErrors: frameworkErrorProblem({ 'X-Api-Version': '1' }),
   });
   app.decorate('docsUrl', config.docsUrl);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerProblemHandlers(app);
+  refuseNulCharacters(app);
   const metrics = deps.metrics ?? new ControlPlaneMetrics();
   registerMetrics(app, { metrics, token: config.metricsToken });
 

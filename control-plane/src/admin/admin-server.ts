@@ -7,6 +7,7 @@ import { newId } from '@vap/shared';
 import type { ControlPlaneConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import '../http/fastify-types.js';
+import { frameworkErrorProblem, refuseNulCharacters } from '../http/input-guards.js';
 import { registerProblemHandlers } from '../http/problem.js';
 import { validatorCompiler } from '../http/validation.js';
 import { adminAuth } from './admin-auth.js';
@@ -27,11 +28,13 @@ export async function buildAdminApp(config: ControlPlaneConfig, deps: { database
     // Never trusts an inbound X-Request-Id: nothing in front of the admin API is assumed.
     genReqId: () => newId('trace'),
     logController: new LogController({ requestIdLogLabel: 'reqId', disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+    frameworkErrors: frameworkErrorProblem(),
   });
   app.decorate('docsUrl', config.docsUrl);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerProblemHandlers(app);
+  refuseNulCharacters(app);
 
   // JSON only, as on the main API (an empty body counts as none).
   acceptJsonOnly(app);

@@ -1,0 +1,97 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sendProblem } from './problem.js';
+import { RequestValidationError } from './validation.js';
+
+const NUL = '\u0000';
+/** The rule a NUL breaks, as the field's message. */
+export const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
+/** At most this many fields are named in one answer. */
+const MAX_NAMED = 20;
+
+/** Buffers and streams (a multipart file) are data, not fields; everything else is walked by its own keys. */
+const isData = (v: object): boolean => ArrayBuffer.isView(v) || typeof (v as { pipe?: unknown }).pipe === 'function';
+
+/**
+ * Dotted paths (as validation errors name fields: `persona.name`, `tags.0`, `''` for the
+ * value itself) of the strings in `value`, and of its object keys, that contain U+0000;
+ * at most `limit`. Iterative, so any nesting `JSON.parse` accepted within the body limit
+ * is walked without exhausting the stack. Objects are walked by their own enumerable keys
+ * whatever their prototype (the router's params and the query parser's objects have their
+ * own), each once (a multipart part refers back to its fields); Buffers and streams are skipped.
+ */
+export function nulCharacterPaths(value: unknown, limit = MAX_NAMED): string[] {
+  const found: string[] = [];
+  // `badKey`: the key that leads to `v` contains a NUL (reported in the order of the fields).
+  const stack: { v: unknown; path: string; badKey: boolean }[] = [{ v: value, path: '', badKey: false }];
+  const seen = new WeakSet<object>();
+  const join = (path: string, key: string): string => (path === '' ? key : `${path}.${key}`);
+  while (stack.length > 0 && found.length < limit) {
+    const { v, path, badKey } = stack.pop()!;
+    if (badKey) found.push(path);
+    if (typeof v === 'string') {
+      if (v.includes(NUL)) found.push(path);
+      continue;
+    }
+    if (v === null || typeof v !== 'object' || isData(v) || seen.has(v)) continue;
+    seen.add(v);
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: join(path, String(i)), badKey: false });
+      continue;
+    }
+    const keys = Object.keys(v);
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const key = keys[i]!;
+      const name = key.includes(NUL) ? key.replaceAll(NUL, '\\u0000') : key;
+      stack.push({ v: (v as Record<string, unknown>)[key], path: join(path, name), badKey: name !== key });
+    }
+  }
+  return found.slice(0, limit);
+}
+
+const CONTEXTS = ['params', 'querystring', 'body'] as const;
+
+/**
+ * Refuses, before validation, any path parameter, query parameter or body string (or key)
+ * that contains U+0000, with a 422 naming each such field: Postgres stores no NUL in text or
+ * JSON, so such a value would otherwise fail in the database as a 500, or be cut short.
+ */
+export function refuseNulCharacters(app: FastifyInstance): void {
+  app.addHook('preValidation', (req, _reply, done) => {
+    for (const context of CONTEXTS) {
+      const value = context === 'params' ? req.params : context === 'querystring' ? req.query : req.body;
+      if (value === undefined || value === null) continue;
+      const paths = nulCharacterPaths(value);
+      if (paths.length === 0) continue;
+      const err = new RequestValidationError(
+        paths.map((field) => ({ field, message: NUL_MESSAGE })),
+        false,
+      );
+      err.validationContext = context;
+      done(err);
+      return;
+    }
+    done();
+  });
+}
+
+/**
+ * Fastify's `frameworkErrors`: a request its router cannot route (a path that is not valid
+ * percent-encoding, a path parameter over `maxParamLength`) gets the problem+json every
+ * other error gets, with its `X-Request-Id` (and `headers`), instead of Fastify's own JSON.
+ */
+export function frameworkErrorProblem(headers: Record<string, string> = {}) {
+  return (err: FastifyError, req: FastifyRequest, reply: FastifyReply): void => {
+    reply.header('X-Request-Id', req.id);
+    reply.headers(headers);
+    if (err.code === 'FST_ERR_BAD_URL') {
+      void sendProblem(req, reply, 'malformed-request', 'The URL path is not valid: each % must start a complete percent-encoded UTF-8 character (such as %20).');
+      return;
+    }
+    if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+      void sendProblem(req, reply, 'malformed-request', `A path parameter is longer than ${req.server.initialConfig.maxParamLength ?? 100} characters; no id is that long.`);
+      return;
+    }
+    req.log.error({ err }, 'request could not be routed');
+    void sendProblem(req, reply, 'internal', 'An unexpected error occurred. Quote the traceId to support.');
+  };
+}
