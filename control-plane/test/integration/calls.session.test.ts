@@ -194,6 +194,22 @@ describe('end record', () => {
     expect(row.costs).toMatchObject({ stt: { provider: 'aws', audioSeconds: 30, cost: 0.0375 }, telephony: { minutes: 1, cost: 0.0085 }, total: 0.046 });
   });
 
+  it('stores a call whose text carries NUL characters (from a tool result or a provider), each one as U+FFFD', async () => {
+    // Custom parameters a caller's carrier relayed, with a NUL in a key and a value.
+    const id = (await prepareCall(t.bus, prepareRequest(tenant.tenantId, agent.id, { metadata: { 'k\u0000': 'v\u0000' } }))).conversationId;
+    const m0 = message(0, { content: 'Hello\u0000 there' });
+    const m1 = message(1, { content: 'bin\u0000\u0000ary' });
+    await publishMessage(t.bus, tenant.tenantId, id, m0);
+    await vi.waitFor(async () => expect(await messageCount(id)).toBe(1));
+    await publishEnded(t.bus, endedRecord(tenant.tenantId, agent.id, id, [m0, m1]));
+    await waitForRow(t.database.pool, id, (r) => expect(r.status).toBe('completed'));
+    const s = await stored(id);
+    expect(s.messages.map((m) => m.content)).toEqual(['Hello\ufffd there', 'bin\ufffd\ufffdary']);
+    expect(s.turns.map((x) => x.text)).toEqual(['Hello\ufffd there', 'bin\ufffd\ufffdary']);
+    const { rows } = await t.database.pool.query('select metadata from conversations where id = $1', [id]);
+    expect(rows[0].metadata).toEqual({ 'k\ufffd': 'v\ufffd' });
+  });
+
   it('drops an end record for an unknown conversation', async () => {
     await calls.calls.end(endedRecord(tenant.tenantId, agent.id, 'conv_00000000000000000000000000', [message(0)]));
     const { rows } = await t.database.pool.query(`select count(*)::int as n from conversations where id = 'conv_00000000000000000000000000'`);

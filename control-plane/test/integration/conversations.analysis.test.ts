@@ -138,6 +138,16 @@ describe('post-call analysis', () => {
     expect(sim.requests).toHaveLength(3);
   });
 
+  it('stores a reply that carries NUL characters, each one as U+FFFD (jsonb refuses NUL)', async () => {
+    const agent = await activeAgent(w.t.app, w.tenant.key, { analysisConfig });
+    const reply = { sentiment: 'positive', sentimentScore: 0.7, sentimentBreakdown: { agent: 0.2, user: 0.7 }, intent: 'billing\u0000question', entities: [], summary: 'About a\u0000 wrong charge.', topics: ['in\u0000voice'], customFields: { department: 'billing', callbackTime: null }, callQualityScore: 8, agentPerformanceNotes: 'Helpful.' };
+    sim.addReplyFirst({ match: '', reply: JSON.stringify(reply), times: 1 });
+    const id = await endCall(agent.id);
+    const row = await analysedRow(id);
+    expect(row.analysis).toMatchObject({ intent: 'billing\ufffdquestion', summary: 'About a\ufffd wrong charge.', topics: ['in\ufffdvoice'] });
+    expect(sim.requests).toHaveLength(1);
+  });
+
   it('retries through the queue when the provider fails, then succeeds', async () => {
     const agent = await activeAgent(w.t.app, w.tenant.key, { analysisConfig });
     sim.setFaults({ failNext: { status: 500, count: 2 } });

@@ -387,6 +387,23 @@ describe('upload and indexing', () => {
     await settle(A.key, first.json.id as string);
   });
 
+  it('indexes a document whose text holds NUL characters (JSON escapes), each as U+FFFD; refuses a NUL in a field with a 422', async () => {
+    const res = await upload(A.key, { name: 'valves.json', data: '{"note": "Valve QX-5521\\u0000 sits on shelf 9."}', type: 'application/json' });
+    expect(res.status, JSON.stringify(res.json)).toBe(202);
+    const { status } = await settle(A.key, res.json.id as string);
+    expect(status).toMatchObject({ status: 'indexed', error: null });
+    const { rows } = await database.pool.query<{ text: string }>('select text from kb_chunks where document_id = $1', [res.json.id]);
+    expect(rows.map((r) => r.text).join('\n')).toContain('QX-5521\ufffd sits on shelf 9.');
+    const before = await api(A.key, 'GET', '/knowledge-base/documents?pageSize=100');
+    for (const fields of [{ name: 'Bad\u0000name' }, { metadata: '{"team": "a\\u0000"}' }] as Record<string, string>[]) {
+      const bad = await upload(A.key, { name: 'a.txt', data: 'Hello there.', type: 'text/plain' }, fields);
+      expect(bad.status, JSON.stringify(bad.json)).toBe(422);
+      expect(bad.json.errors[0].message, JSON.stringify(fields)).toMatch(/NUL/);
+    }
+    const after = await api(A.key, 'GET', '/knowledge-base/documents?pageSize=100');
+    expect(after.json.total).toBe(before.json.total);
+  });
+
   it('a corrupt DOCX ends failed with its error, without retries', async () => {
     const docx = await makeDocx();
     const res = await upload(A.key, { name: 'broken.docx', data: docx.subarray(0, Math.floor(docx.length / 2)) });

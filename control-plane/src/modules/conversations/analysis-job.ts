@@ -6,6 +6,7 @@ import type { Bus, PlatformEvent } from '@vap/shared';
 import { ProviderError, analyseConversation } from '@vap/voice-pipeline';
 import type { ConversationAnalysis } from '@vap/voice-pipeline';
 import type { Db } from '../../db/database.js';
+import { storableText } from '../../db/storable-text.js';
 import { agentVersions } from '../../db/schema/agent-versions.js';
 import { agents } from '../../db/schema/agents.js';
 import { conversationMessages, conversations } from '../../db/schema/conversations.js';
@@ -116,7 +117,8 @@ export class AnalysisJobHandler {
     }
 
     const nowMs = (this.deps.now ?? Date.now)();
-    const analysis: StoredAnalysis = { conversationId: conv.id, completedAt: new Date(nowMs).toISOString(), ...result.analysis };
+    // The LLM's words are kept even where it wrote a NUL (jsonb refuses one).
+    const analysis: StoredAnalysis = storableText({ conversationId: conv.id, completedAt: new Date(nowMs).toISOString(), ...result.analysis });
     const event = await db.transaction(async (tx) => {
       const [row] = await tx.select().from(conversations).where(eq(conversations.id, conv.id)).for('update');
       if (!row || row.analysis) return null;

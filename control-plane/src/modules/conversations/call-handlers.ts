@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { REQUESTS, SUBJECTS } from '@vap/shared';
 import type { Bus, BusSubscription } from '@vap/shared';
 import type { Db } from '../../db/database.js';
+import { storableText } from '../../db/storable-text.js';
 import type { SecretBox } from '../../secret-box.js';
 import { EventOutbox } from '../webhooks/event-outbox.js';
 import { enqueueAnalysis } from './analysis-job.js';
@@ -26,7 +27,8 @@ export function subscribeCallHandlers(bus: Bus, calls: CallService, log: Logger,
     <T>(what: string, fn: (payload: T) => Promise<void>) =>
     async (msg: { subject: string; payload: T }) => {
       try {
-        await fn(msg.payload);
+        // Relayed text (transcripts, LLM and tool output, carrier metadata) is kept even where it carries a NUL.
+        await fn(storableText(msg.payload));
       } catch (err) {
         log.error({ err, subject: msg.subject }, `${what} failed`);
       }
@@ -37,7 +39,7 @@ export function subscribeCallHandlers(bus: Bus, calls: CallService, log: Logger,
       'callPrepare',
       async (req) => {
         try {
-          return await calls.prepare(req);
+          return await calls.prepare(storableText(req));
         } catch (err) {
           log.error({ err, subject: REQUESTS.callPrepare.subject, tenantId: req.tenantId, callSid: req.callSid }, 'call.prepare failed');
           throw err;

@@ -9,6 +9,7 @@ import type { ClaimedJob } from '../jobs/job-queue.js';
 import { enqueueJob } from '../jobs/job-queue.js';
 import { PermanentJobError } from '../jobs/job-runner.js';
 import type { SqlExecutor } from '../webhooks/event-outbox.js';
+import { storableText } from '../../db/storable-text.js';
 import { KbIndexError } from './index/index.js';
 import { parseAndChunkInWorker } from './parsing/index.js';
 import type { KnowledgeBase } from './runtime.js';
@@ -102,7 +103,8 @@ export class KbIndexingJob {
     try {
       if (temp && !(await store.getToFile(doc.storage_key, temp))) return this.missingFile(id);
       if (!(await this.progress(id, KB_PROGRESS.fetched))) return;
-      ({ chunks } = await parseAndChunkInWorker(doc.document_type, path, { pool: this.kb.parser, signal }));
+      // A document's text may hold NUL characters (a JSON escape, a spreadsheet cell): stored and embedded as U+FFFD.
+      ({ chunks } = storableText(await parseAndChunkInWorker(doc.document_type, path, { pool: this.kb.parser, signal })));
     } finally {
       if (temp) await rm(temp, { force: true });
     }

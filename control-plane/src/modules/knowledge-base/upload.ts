@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '@vap/shared';
 import { SNIFF_HEAD_BYTES } from './parsing/index.js';
+import { NUL_MESSAGE } from '../../http/input-guards.js';
 import { fileTooLarge } from './problems.js';
 
 /** The spec's limit per knowledge-base file. */
@@ -69,11 +70,14 @@ export async function receiveUpload(req: FastifyRequest, tempDir: string, maxByt
           throw err;
         }
         if (counter.overflow || part.file.truncated) throw fileTooLarge(maxBytes);
+        if (part.filename?.includes('\u0000')) throw new AppError('validation', 'The file name contains a NUL character.', { errors: [{ field: 'file', message: `its name ${NUL_MESSAGE}` }] });
         const declared = part.mimetype && part.mimetype !== 'application/octet-stream' ? part.mimetype : null;
         received = { tempPath, filename: part.filename || 'upload', declaredMime: declared, sizeBytes: counter.bytes, head: counter.headBytes() };
       } else if (TEXT_FIELDS.has(part.fieldname)) {
         if (part.valueTruncated) throw new AppError('validation', `${part.fieldname} is longer than ${KB_MAX_FIELD_BYTES} bytes.`, { errors: [{ field: part.fieldname, message: `must be at most ${KB_MAX_FIELD_BYTES} bytes` }] });
-        fields[part.fieldname as keyof ReceivedUpload['fields']] = String(part.value);
+        const value = String(part.value);
+        if (value.includes('\u0000')) throw new AppError('validation', `${part.fieldname} contains a NUL character.`, { errors: [{ field: part.fieldname, message: NUL_MESSAGE }] });
+        fields[part.fieldname as keyof ReceivedUpload['fields']] = value;
       }
     }
   } catch (err) {
