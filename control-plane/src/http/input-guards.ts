@@ -52,11 +52,17 @@ const CONTEXTS = ['params', 'querystring', 'body'] as const;
 
 /**
  * Refuses, before validation, any path parameter, query parameter or body string (or key)
- * that contains U+0000, with a 422 naming each such field: Postgres stores no NUL in text or
- * JSON, so such a value would otherwise fail in the database as a 500, or be cut short.
+ * of a REST API request (`/api/…`) that contains U+0000, with a 422 naming each such field:
+ * Postgres stores no NUL in text or JSON, so such a value would otherwise fail in the
+ * database as a 500. Carriers' webhooks are left to their routes, which check the carrier's
+ * signature first: a refusal there would drop a call or a message the carrier relayed.
  */
 export function refuseNulCharacters(app: FastifyInstance): void {
   app.addHook('preValidation', (req, _reply, done) => {
+    if (!req.url.startsWith('/api/')) {
+      done();
+      return;
+    }
     for (const context of CONTEXTS) {
       const value = context === 'params' ? req.params : context === 'querystring' ? req.query : req.body;
       if (value === undefined || value === null) continue;

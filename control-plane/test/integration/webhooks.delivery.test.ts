@@ -188,4 +188,18 @@ describe('webhook delivery', () => {
     expect((await log(hook.id)).data[0]).toMatchObject({ id: event.id, attemptCount: 1, lastError: 'webhook disabled; not sent' });
     expect(w.receiver.forDelivery(event.id)).toEqual([]);
   });
+
+  it('records a failed attempt whose answer holds NUL characters (stored as U+FFFD) and retries it as scheduled', async () => {
+    const hook = await w.webhook('/binary-error');
+    w.receiver.script('/binary-error', [{ status: 500, body: 'gz\u0000\u0000 error' }], { status: 204 });
+    await run();
+    const event = await emit(w.t.database, w.outbox, where(), 'SessionEnded');
+    await until(async () => (await log(hook.id)).data[0]?.status === 'delivered', 10_000);
+    const res = await call(w.t.app, w.tenant.key, 'GET', `/api/v1/webhooks/${hook.id}/deliveries/${event.id}`);
+    expect(res.json().attempts.map((a: { statusCode: number; error: string | null }) => [a.statusCode, a.error])).toEqual([
+      [500, 'HTTP 500: gz\ufffd\ufffd error'],
+      [204, null],
+    ]);
+    expect(w.receiver.forDelivery(event.id)).toHaveLength(2);
+  });
 });

@@ -24,8 +24,8 @@ export interface Received {
   atMs: number;
 }
 
-/** How the receiver answers one request: a status, optionally after a delay (ms). */
-export type Answer = { status: number; delayMs?: number };
+/** How the receiver answers one request: a status, optionally after a delay (ms), and a body other than the default. */
+export type Answer = { status: number; delayMs?: number; body?: string };
 
 export interface Receiver {
   url: string;
@@ -53,7 +53,7 @@ export async function startReceiver(): Promise<Receiver> {
       const s = scripts.get(path);
       const answer = s?.answers.shift() ?? s?.fallback ?? { status: 200 };
       const send = () => {
-        if (!res.destroyed) res.writeHead(answer.status, { 'content-type': 'text/plain' }).end(answer.status < 300 ? 'ok' : 'receiver says no');
+        if (!res.destroyed) res.writeHead(answer.status, { 'content-type': 'text/plain' }).end(answer.body ?? (answer.status < 300 ? 'ok' : 'receiver says no'));
       };
       if (answer.delayMs) setTimeout(send, answer.delayMs);
       else send();

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { OutboundRequestError, WEBHOOK_HEADERS, guardedPost, signWebhook } from '@vap/shared';
 import type { OutboundGuard } from '@vap/shared';
 import { QueueLoop } from '../../db/queue-loop.js';
+import { storableText } from '../../db/storable-text.js';
 import type { SecretBox } from '../../secret-box.js';
 import type { WebhookMetrics } from '../metrics/control-plane-metrics.js';
 import { DELIVERIES_CHANNEL } from './event-outbox.js';
@@ -110,7 +111,8 @@ export class WebhookDispatcher extends QueueLoop<ClaimedDelivery> {
     try {
       const res = await guardedPost(d.url, { guard: this.o.guard, headers, body: d.body, timeoutMs: this.o.timeoutMs });
       const success = res.status >= 200 && res.status < 300;
-      const snippet = res.bodySnippet.trim().slice(0, 200);
+      // The receiver's words, kept where its answer holds a NUL (binary, compressed): the attempt must be recorded.
+      const snippet = storableText(res.bodySnippet.trim().slice(0, 200));
       return {
         startedAt,
         finishedAt: new Date(this.o.now()),
