@@ -12,7 +12,7 @@ import type { Database } from './db/database.js';
 import './http/fastify-types.js';
 import { registerErrorDocs } from './http/docs.js';
 import { registerProblemHandlers } from './http/problem.js';
-import { frameworkErrorProblem, refuseNulCharacters } from './http/input-guards.js';
+import { frameworkErrorProblem, refuseUnstorableText } from './http/input-guards.js';
 import { openApiTransform } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { agentRoutes } from './modules/agents/routes.js';
@@ -135,7 +135,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerProblemHandlers(app);
-  refuseNulCharacters(app);
+  refuseUnstorableText(app);
   const metrics = deps.metrics ?? new ControlPlaneMetrics();
   registerMetrics(app, { metrics, token: config.metricsToken });
 

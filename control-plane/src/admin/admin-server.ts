@@ -7,7 +7,7 @@ import { newId } from '@vap/shared';
 import type { ControlPlaneConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import '../http/fastify-types.js';
-import { frameworkErrorProblem, refuseNulCharacters } from '../http/input-guards.js';
+import { frameworkErrorProblem, refuseUnstorableText } from '../http/input-guards.js';
 import { registerProblemHandlers } from '../http/problem.js';
 import { validatorCompiler } from '../http/validation.js';
 import { adminAuth } from './admin-auth.js';
@@ -34,7 +34,7 @@ export async function buildAdminApp(config: ControlPlaneConfig, deps: { database
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerProblemHandlers(app);
-  refuseNulCharacters(app);
+  refuseUnstorableText(app);
 
   // JSON only, as on the main API (an empty body counts as none).
   acceptJsonOnly(app);

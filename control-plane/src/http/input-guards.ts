@@ -1,10 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { unstorableTextReason } from '../db/storable-text.js';
+import type { FieldError } from '@vap/shared';
 import { sendProblem } from './problem.js';
 import { RequestValidationError } from './validation.js';
 
-const NUL = '\u0000';
-/** The rule a NUL breaks, as the field's message. */
-export const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
 /** At most this many fields are named in one answer. */
 const MAX_NAMED = 20;
 
@@ -12,52 +11,57 @@ const MAX_NAMED = 20;
 const isData = (v: object): boolean => ArrayBuffer.isView(v) || typeof (v as { pipe?: unknown }).pipe === 'function';
 
 /**
- * Dotted paths (as validation errors name fields: `persona.name`, `tags.0`, `''` for the
- * value itself) of the strings in `value`, and of its object keys, that contain U+0000;
- * at most `limit`. Iterative, so any nesting `JSON.parse` accepted within the body limit
- * is walked without exhausting the stack. Objects are walked by their own enumerable keys
+ * The fields of `value` Postgres cannot store (a NUL, an unpaired surrogate:
+ * {@link unstorableTextReason}), each named by its dotted path as validation errors name
+ * fields (`persona.name`, `tags.0`, `''` for the value itself; a key that is itself
+ * unstorable names its field, escaped); at most `limit`. Iterative, so any nesting
+ * `JSON.parse` accepted within the body limit is walked without exhausting the stack. Objects are walked by their own enumerable keys
  * whatever their prototype (the router's params and the query parser's objects have their
  * own), each once (a multipart part refers back to its fields); Buffers and streams are skipped.
  */
-export function nulCharacterPaths(value: unknown, limit = MAX_NAMED): string[] {
-  const found: string[] = [];
-  // `badKey`: the key that leads to `v` contains a NUL (reported in the order of the fields).
-  const stack: { v: unknown; path: string; badKey: boolean }[] = [{ v: value, path: '', badKey: false }];
+export function unstorableFields(value: unknown, limit = MAX_NAMED): FieldError[] {
+  const found: FieldError[] = [];
+  // `badKey`: why the key that leads to `v` cannot be stored (reported in the order of the fields).
+  const stack: { v: unknown; path: string; badKey: string | null }[] = [{ v: value, path: '', badKey: null }];
   const seen = new WeakSet<object>();
   const join = (path: string, key: string): string => (path === '' ? key : `${path}.${key}`);
   while (stack.length > 0 && found.length < limit) {
     const { v, path, badKey } = stack.pop()!;
-    if (badKey) found.push(path);
+    if (badKey !== null) found.push({ field: path, message: `its key ${badKey}` });
     if (typeof v === 'string') {
-      if (v.includes(NUL)) found.push(path);
+      const reason = unstorableTextReason(v);
+      if (reason !== null) found.push({ field: path, message: reason });
       continue;
     }
     if (v === null || typeof v !== 'object' || isData(v) || seen.has(v)) continue;
     seen.add(v);
     if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: join(path, String(i)), badKey: false });
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: join(path, String(i)), badKey: null });
       continue;
     }
     const keys = Object.keys(v);
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
-      const name = key.includes(NUL) ? key.replaceAll(NUL, '\\u0000') : key;
-      stack.push({ v: (v as Record<string, unknown>)[key], path: join(path, name), badKey: name !== key });
+      const badKey = unstorableTextReason(key);
+      stack.push({ v: (v as Record<string, unknown>)[key], path: join(path, badKey === null ? key : escaped(key)), badKey });
     }
   }
   return found.slice(0, limit);
 }
 
+/** A key as JSON would write it, without the quotes: `\u0000`, `\ud800` readable in a field name. */
+const escaped = (key: string): string => JSON.stringify(key).slice(1, -1);
+
 const CONTEXTS = ['params', 'querystring', 'body'] as const;
 
 /**
  * Refuses, before validation, any path parameter, query parameter or body string (or key)
- * of a REST API request (`/api/…`) that contains U+0000, with a 422 naming each such field:
- * Postgres stores no NUL in text or JSON, so such a value would otherwise fail in the
+ * of a REST API request (`/api/…`) that Postgres cannot store (a NUL, an unpaired surrogate),
+ * with a 422 naming each such field and why: such a value would otherwise fail in the
  * database as a 500. Carriers' webhooks are left to their routes, which check the carrier's
  * signature first: a refusal there would drop a call or a message the carrier relayed.
  */
-export function refuseNulCharacters(app: FastifyInstance): void {
+export function refuseUnstorableText(app: FastifyInstance): void {
   app.addHook('preValidation', (req, _reply, done) => {
     if (!req.url.startsWith('/api/')) {
       done();
@@ -66,12 +70,9 @@ export function refuseNulCharacters(app: FastifyInstance): void {
     for (const context of CONTEXTS) {
       const value = context === 'params' ? req.params : context === 'querystring' ? req.query : req.body;
       if (value === undefined || value === null) continue;
-      const paths = nulCharacterPaths(value);
-      if (paths.length === 0) continue;
-      const err = new RequestValidationError(
-        paths.map((field) => ({ field, message: NUL_MESSAGE })),
-        false,
-      );
+      const fields = unstorableFields(value);
+      if (fields.length === 0) continue;
+      const err = new RequestValidationError(fields, false);
       err.validationContext = context;
       done(err);
       return;

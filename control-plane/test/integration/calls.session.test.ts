@@ -194,9 +194,9 @@ describe('end record', () => {
     expect(row.costs).toMatchObject({ stt: { provider: 'aws', audioSeconds: 30, cost: 0.0375 }, telephony: { minutes: 1, cost: 0.0085 }, total: 0.046 });
   });
 
-  it('stores a call whose text carries NUL characters (from a tool result or a provider), each one as U+FFFD', async () => {
-    // Custom parameters a caller's carrier relayed, with a NUL in a key and a value.
-    const id = (await prepareCall(t.bus, prepareRequest(tenant.tenantId, agent.id, { metadata: { 'k\u0000': 'v\u0000' } }))).conversationId;
+  it('stores a call whose text carries NUL characters or unpaired surrogates (from a tool result, a provider or a carrier), each one as U+FFFD', async () => {
+    // Custom parameters a caller's carrier relayed: a NUL in a key, an unpaired surrogate in a value (jsonb refuses both).
+    const id = (await prepareCall(t.bus, prepareRequest(tenant.tenantId, agent.id, { metadata: { 'k\u0000': 'v\ud800' } }))).conversationId;
     const m0 = message(0, { content: 'Hello\u0000 there' });
     const m1 = message(1, { content: 'bin\u0000\u0000ary' });
     await publishMessage(t.bus, tenant.tenantId, id, m0);

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentBody, call, createAgentFor, createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
-import { NUL_MESSAGE } from '../../src/http/input-guards.js';
+import { unstorableTextReason } from '../../src/db/storable-text.js';
+
+const NUL_MESSAGE = unstorableTextReason('\u0000')!;
+const SURROGATE_MESSAGE = unstorableTextReason('\ud800')!;
 
 let t: TestApp;
 let tenant: TestTenant;
@@ -27,17 +30,21 @@ describe('input Postgres cannot store, and URLs the router cannot read', () => {
       { field: 'name', message: NUL_MESSAGE },
       { field: 'persona.name', message: NUL_MESSAGE },
       { field: 'tags.1', message: NUL_MESSAGE },
-      { field: 'x\\u0000y', message: NUL_MESSAGE },
+      { field: 'x\\u0000y', message: `its key ${NUL_MESSAGE}` },
     ]);
     expect(body.traceId).toBe(res.headers['x-request-id']);
     expect(await agentCount()).toBe(before);
   });
 
-  it('leaves an agent as it was when an update carries a NUL', async () => {
+  it('leaves an agent as it was when an update carries a NUL or an unpaired surrogate', async () => {
     const agent = await createAgentFor(t.app, tenant.key);
-    const res = await call(t.app, tenant.key, 'PATCH', `/api/v1/agents/${agent.id}`, { systemPromptTemplate: 'Be kind.\u0000' });
+    // JSON.stringify writes a lone surrogate as the escape \ud800, which jsonb refuses.
+    const res = await call(t.app, tenant.key, 'PATCH', `/api/v1/agents/${agent.id}`, { systemPromptTemplate: 'Be kind.\u0000', firstMessage: 'Hi \ud800', description: 'ok \ud83d\ude00' });
     expect(res.statusCode).toBe(422);
-    expect(res.json().errors).toEqual([{ field: 'systemPromptTemplate', message: NUL_MESSAGE }]);
+    expect(res.json().errors).toEqual([
+      { field: 'systemPromptTemplate', message: NUL_MESSAGE },
+      { field: 'firstMessage', message: SURROGATE_MESSAGE },
+    ]);
     const after = (await call(t.app, tenant.key, 'GET', `/api/v1/agents/${agent.id}`)).json();
     expect(after.version).toBe(agent.version);
     expect(after.systemPromptTemplate).toBe(agent.systemPromptTemplate);

@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import { AppError, SUBJECTS, isId, newId } from '@vap/shared';
 import type { Bus } from '@vap/shared';
 import type { Db } from '../../db/database.js';
+import { unstorableTextReason } from '../../db/storable-text.js';
 import type { KbDocumentStatus } from '../../db/schema/knowledge-base.js';
-import { NUL_MESSAGE } from '../../http/input-guards.js';
 import { offsetOf, toPage } from '../../http/pagination.js';
 import type { Principal } from '../auth/principal.js';
 import { assignDocumentToAgents, removeDocumentFromAgents } from './assignments.js';
@@ -302,7 +302,8 @@ function parseMetadata(raw: string | undefined): Record<string, string> {
   for (const [k, v] of entries) {
     if (typeof v !== 'string') throw invalidField('metadata', `must map keys to strings; "${k}" is a ${v === null ? 'null' : typeof v}`);
     if (k.length > 100 || v.length > 1000) throw invalidField('metadata', 'keys must be at most 100 and values 1000 characters');
-    if (k.includes('\u0000') || v.includes('\u0000')) throw invalidField('metadata', `keys and values ${NUL_MESSAGE}`);
+    const bad = unstorableTextReason(k) ?? unstorableTextReason(v);
+    if (bad !== null) throw invalidField('metadata', `keys and values ${bad}`);
   }
   return Object.fromEntries(entries) as Record<string, string>;
 }

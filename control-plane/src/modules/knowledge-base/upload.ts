@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '@vap/shared';
 import { SNIFF_HEAD_BYTES } from './parsing/index.js';
-import { NUL_MESSAGE } from '../../http/input-guards.js';
+import { unstorableTextReason } from '../../db/storable-text.js';
 import { fileTooLarge } from './problems.js';
 
 /** The spec's limit per knowledge-base file. */
@@ -70,13 +70,15 @@ export async function receiveUpload(req: FastifyRequest, tempDir: string, maxByt
           throw err;
         }
         if (counter.overflow || part.file.truncated) throw fileTooLarge(maxBytes);
-        if (part.filename?.includes('\u0000')) throw new AppError('validation', 'The file name contains a NUL character.', { errors: [{ field: 'file', message: `its name ${NUL_MESSAGE}` }] });
+        const badName = part.filename ? unstorableTextReason(part.filename) : null;
+        if (badName !== null) throw new AppError('validation', 'The file name cannot be stored as it is.', { errors: [{ field: 'file', message: `its name ${badName}` }] });
         const declared = part.mimetype && part.mimetype !== 'application/octet-stream' ? part.mimetype : null;
         received = { tempPath, filename: part.filename || 'upload', declaredMime: declared, sizeBytes: counter.bytes, head: counter.headBytes() };
       } else if (TEXT_FIELDS.has(part.fieldname)) {
         if (part.valueTruncated) throw new AppError('validation', `${part.fieldname} is longer than ${KB_MAX_FIELD_BYTES} bytes.`, { errors: [{ field: part.fieldname, message: `must be at most ${KB_MAX_FIELD_BYTES} bytes` }] });
         const value = String(part.value);
-        if (value.includes('\u0000')) throw new AppError('validation', `${part.fieldname} contains a NUL character.`, { errors: [{ field: part.fieldname, message: NUL_MESSAGE }] });
+        const bad = unstorableTextReason(value);
+        if (bad !== null) throw new AppError('validation', `${part.fieldname} cannot be stored as it is.`, { errors: [{ field: part.fieldname, message: bad }] });
         fields[part.fieldname as keyof ReceivedUpload['fields']] = value;
       }
     }
