@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeTwilioSignature } from '@vap/shared';
 import { APOLOGY_TEXT } from '../../src/modules/telephony/inbound-answer.js';
+import { InboundCallRouter } from '../../src/modules/telephony/inbound-call-router.js';
+import { PhoneNumberRepository } from '../../src/modules/telephony/phone-number-repository.js';
 import { createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 import { TELEPHONY_ENV, agentWithNumber, postTwilio, randomE164, voiceParams } from '../telephony-fixtures.js';
@@ -130,6 +132,15 @@ describe('POST /webhooks/twilio/voice', () => {
     expectApology(await postTwilio(t.app, '/webhooks/twilio/voice', noTo));
     const { CallSid: _sid, ...noSid } = voiceParams(routed.phoneNumber);
     expectApology(await postTwilio(t.app, '/webhooks/twilio/voice', noSid));
+  });
+
+  it('takes a called number with a NUL or an unpaired surrogate for an unknown number (no lookup, no error)', async () => {
+    expectApology(await postTwilio(t.app, '/webhooks/twilio/voice', voiceParams(`${routed.phoneNumber}\u0000`)));
+    const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(t.database.db), mediaGatewayPublicUrl: 'wss://gw.example.com' });
+    for (const to of ['+1555\u0000', '+1555\ud800']) {
+      const decision = await router.answer('twilio', { callSid: `CA${'1'.repeat(32)}`, from: '+14155550100', to });
+      expect(decision.outcome, JSON.stringify(to)).toBe('unknown-number');
+    }
   });
 
   it('still refuses form bodies elsewhere: the form parser is scoped to the webhooks', async () => {

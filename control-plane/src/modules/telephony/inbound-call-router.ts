@@ -1,3 +1,4 @@
+import { unstorableTextReason } from '../../db/storable-text.js';
 import { apologyAnswer, connectAnswer } from './inbound-answer.js';
 import type { InboundAnswer, InboundProvider } from './inbound-answer.js';
 import type { InboundRoute } from './phone-number-repository.js';
@@ -50,6 +51,8 @@ export class InboundCallRouter {
   async answer(provider: InboundProvider, call: InboundRequest): Promise<InboundDecision> {
     const apology = apologyAnswer(provider);
     if (!call.to || !call.callSid) return { outcome: 'missing-parameters', answer: apology };
+    // No number of ours holds a NUL or an unpaired surrogate (and Postgres could not look one up).
+    if (unstorableTextReason(call.to) !== null) return { outcome: 'unknown-number', answer: apology };
     let route: InboundRoute | undefined;
     try {
       route = await this.numbers.findInboundRoute(provider, call.to);
