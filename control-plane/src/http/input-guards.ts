@@ -15,9 +15,10 @@ const isData = (v: object): boolean => ArrayBuffer.isView(v) || typeof (v as { p
  * {@link unstorableTextReason}), each named by its dotted path as validation errors name
  * fields (`persona.name`, `tags.0`, `''` for the value itself; a key that is itself
  * unstorable names its field, escaped); at most `limit`. Iterative, so any nesting
- * `JSON.parse` accepted within the body limit is walked without exhausting the stack. Objects are walked by their own enumerable keys
- * whatever their prototype (the router's params and the query parser's objects have their
- * own), each once (a multipart part refers back to its fields); Buffers and streams are skipped.
+ * `JSON.parse` accepted within the body limit is walked without exhausting the stack.
+ * Objects are walked by their own enumerable keys whatever their prototype (the router's
+ * params and the query parser's objects have their own), each once (a multipart part refers
+ * back to its fields); Buffers and streams are skipped.
  */
 export function unstorableFields(value: unknown, limit = MAX_NAMED): FieldError[] {
   const found: FieldError[] = [];

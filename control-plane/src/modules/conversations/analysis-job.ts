@@ -117,7 +117,7 @@ export class AnalysisJobHandler {
     }
 
     const nowMs = (this.deps.now ?? Date.now)();
-    // The LLM's words are kept even where it wrote a NUL (jsonb refuses one).
+    // The LLM's words are kept even where it wrote a NUL or an unpaired surrogate (jsonb refuses both).
     const analysis: StoredAnalysis = storableText({ conversationId: conv.id, completedAt: new Date(nowMs).toISOString(), ...result.analysis });
     const event = await db.transaction(async (tx) => {
       const [row] = await tx.select().from(conversations).where(eq(conversations.id, conv.id)).for('update');

@@ -27,7 +27,7 @@ export function subscribeCallHandlers(bus: Bus, calls: CallService, log: Logger,
     <T>(what: string, fn: (payload: T) => Promise<void>) =>
     async (msg: { subject: string; payload: T }) => {
       try {
-        // Relayed text (transcripts, LLM and tool output, carrier metadata) is kept even where it carries a NUL.
+        // Relayed text (transcripts, LLM and tool output, carrier metadata) is kept even where Postgres could not store it as sent (storable-text.ts).
         await fn(storableText(msg.payload));
       } catch (err) {
         log.error({ err, subject: msg.subject }, `${what} failed`);

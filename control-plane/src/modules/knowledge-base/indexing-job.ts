@@ -103,7 +103,7 @@ export class KbIndexingJob {
     try {
       if (temp && !(await store.getToFile(doc.storage_key, temp))) return this.missingFile(id);
       if (!(await this.progress(id, KB_PROGRESS.fetched))) return;
-      // A document's text may hold NUL characters (a JSON escape, a spreadsheet cell): stored and embedded as U+FFFD.
+      // A document's text may hold NUL characters or unpaired surrogates (JSON escapes, a spreadsheet cell): stored and embedded as U+FFFD.
       ({ chunks } = storableText(await parseAndChunkInWorker(doc.document_type, path, { pool: this.kb.parser, signal })));
     } finally {
       if (temp) await rm(temp, { force: true });
