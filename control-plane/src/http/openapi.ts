@@ -1,20 +1,23 @@
 import type { FastifySchema } from 'fastify';
 import type { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import type { RouteAccess } from './fastify-types.js';
+import { problemSchema } from './problem.js';
 
 type Transform = typeof jsonSchemaTransform;
 
 /**
  * Adds what the auth hook enforces to each operation of the OpenAPI document: the
  * bearer requirement, `x-required-scope`, `x-required-permission`, `x-required-right`
- * (user-only rights) and `x-idempotent`,
+ * (user-only rights) and `x-idempotent`, and the problems every /api operation can answer
+ * before its handler runs (input-guards.ts): 422 for text Postgres cannot store in a
+ * parameter or the body, 400 for a path parameter the router cannot read,
  * so the document and the behaviour come from the same route declaration.
  */
 export function openApiTransform(base: Transform): Transform {
   return (input) => {
-    const out = base(input);
     const access = (input.route.config ?? {}) as RouteAccess;
-    if (access.scope === undefined) return out;
+    if (access.scope === undefined) return base(input);
+    const out = base(withGuardResponses(input));
     const schema = out.schema as FastifySchema & Record<string, unknown>;
     const extra: Record<string, unknown> = {};
     if (access.scope !== null) {
@@ -42,4 +45,16 @@ export function openApiTransform(base: Transform): Transform {
     }
     return { ...out, schema: { ...schema, ...extra } as typeof out.schema };
   };
+}
+
+/** `input` with 422 (and, with path parameters, 400) problem responses where its route does not list them. */
+function withGuardResponses(input: Parameters<Transform>[0]): Parameters<Transform>[0] {
+  const schema = input.schema as FastifySchema;
+  const response = schema.response as Record<string, unknown> | undefined;
+  if (!response || !(schema.params || schema.querystring || schema.body)) return input;
+  const added: Record<string, unknown> = {};
+  if (!('422' in response)) added[422] = problemSchema;
+  if (schema.params && !('400' in response)) added[400] = problemSchema;
+  if (Object.keys(added).length === 0) return input;
+  return { ...input, schema: { ...schema, response: { ...response, ...added } } as typeof input.schema };
 }

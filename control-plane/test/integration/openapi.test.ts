@@ -56,6 +56,13 @@ describe('OpenAPI document', () => {
       const responses = op.responses as Record<string, unknown>;
       for (const code of ['401', '403', '429']) expect(Object.keys(responses), where).toContain(code);
     }
+    // The input guards (a NUL or an unpaired surrogate: 422; a path the router cannot read: 400) apply to every operation with input.
+    for (const { method, path, op } of ops) {
+      const responses = Object.keys(op.responses as Record<string, unknown>);
+      const params = ((op.parameters as { in: string }[] | undefined) ?? []).filter((p) => p.in === 'path' || p.in === 'query');
+      if (params.length > 0 || op.requestBody) expect(responses, `${method} ${path}`).toContain('422');
+      if (params.some((p) => p.in === 'path')) expect(responses, `${method} ${path}`).toContain('400');
+    }
   });
 
   it('matches behaviour: every route answers 401 without credentials and 403 to a key lacking its scope', async () => {
