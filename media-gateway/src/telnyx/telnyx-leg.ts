@@ -85,9 +85,9 @@ export class TelnyxLeg extends PacedCallLeg implements CallLeg {
     this.reorder = new ChunkReorderer((payload) => this.deliverAudio(decodeMediaPayload(payload)));
   }
 
-  /** Caller frames dropped as late or duplicate, and chunks given up as lost, by the reorder buffer. */
-  get reorderStats(): { dropped: number; skipped: number } {
-    return { dropped: this.reorder.dropped, skipped: this.reorder.skipped };
+  /** Caller frames dropped as late or duplicate, chunks given up as lost, and restarts of the chunk numbering, by the reorder buffer. */
+  get reorderStats(): { dropped: number; skipped: number; resyncs: number } {
+    return { dropped: this.reorder.dropped, skipped: this.reorder.skipped, resyncs: this.reorder.resyncs };
   }
 
   protected onMessage(data: RawData, isBinary: boolean): void {

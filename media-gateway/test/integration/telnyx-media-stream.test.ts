@@ -91,7 +91,24 @@ describe('Telnyx media stream server', () => {
     await sim.say(speech);
     await vi.waitFor(() => expect(frames.filter((b) => b !== 0xff)).toHaveLength(12), { timeout: 2000, interval: 20 });
     expect(frames.filter((b) => b !== 0xff)).toEqual(Array.from({ length: 12 }, (_, k) => 0x10 + k));
-    expect(leg.reorderStats).toEqual({ dropped: 0, skipped: 0 });
+    expect(leg.reorderStats).toEqual({ dropped: 0, skipped: 0, resyncs: 0 });
+  });
+
+  it('keeps hearing the caller when the chunk numbering starts again mid-call', async () => {
+    const raw = await rawClient(h.streamUrl);
+    raw.ws.send(startText('st-restart'));
+    const leg = await h.nextLeg();
+    const frames: number[] = [];
+    leg.onAudio((mulaw) => frames.push(mulaw[0]!));
+    const media = (chunk: number, byte: number): string =>
+      JSON.stringify({ event: 'media', stream_id: 'st-restart', media: { track: 'inbound', chunk: String(chunk), payload: Buffer.alloc(160, byte).toString('base64') } });
+    for (let k = 0; k < 4; k++) raw.ws.send(media(7000 + k, 0x10 + k));
+    // The counter restarts; a swapped pair right after it is still put in order.
+    for (const [chunk, byte] of [[1, 0x20], [3, 0x22], [2, 0x21], [4, 0x23]] as const) raw.ws.send(media(chunk, byte));
+    await vi.waitFor(() => expect(frames).toHaveLength(8), { timeout: 2000, interval: 10 });
+    expect(frames).toEqual([0x10, 0x11, 0x12, 0x13, 0x20, 0x21, 0x22, 0x23]);
+    expect(leg.reorderStats).toEqual({ dropped: 0, skipped: 0, resyncs: 1 });
+    raw.ws.close();
   });
 
   it('ignores bad messages, frames of another stream and binary frames, and keeps the call up', async () => {

@@ -34,4 +34,28 @@ describe('ChunkReorderer', () => {
     expect(out).toEqual(['f1', 'f?', 'fx', 'f2']);
     expect(r.dropped).toBe(1);
   });
+
+  it('follows a numbering that starts again instead of dropping every later frame as late', () => {
+    // 1000, 1001, then the counter restarts at 1 (or wraps): before, every frame from 1 on was "late".
+    const { out, r } = run(['1000', '1001', '1', '2', '4', '3', '5']);
+    expect(out).toEqual(['f1000', 'f1001', 'f1', 'f2', 'f3', 'f4', 'f5']);
+    expect(r.resyncs).toBe(1);
+    expect(r.dropped).toBe(0);
+    expect(r.skipped).toBe(0);
+  });
+
+  it('jumps forward at once over a gap no late frame could fill, passing on what it held first', () => {
+    // 3 waits for 2; then the numbering leaps ahead by far more than the window.
+    const { out, r } = run(['1', '3', '5000', '5001']);
+    expect(out).toEqual(['f1', 'f3', 'f5000', 'f5001']);
+    expect(r.resyncs).toBe(1);
+    expect(r.skipped).toBe(0);
+  });
+
+  it('still treats a frame within the window as reordering: late ones are dropped, early ones held', () => {
+    const { out, r } = run(['100', '101', '60', '103', '102'], 3);
+    expect(out).toEqual(['f100', 'f101', 'f102', 'f103']);
+    expect(r.dropped).toBe(1);
+    expect(r.resyncs).toBe(0);
+  });
 });
