@@ -23,7 +23,8 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
  * What a text frame received before the leg exists amounts to: the leg; `unsupported`, a
  * start in a media format the gateway cannot take (closed 1003, counted as
  * `unsupported-format`); `refused`, a start that lacks what the carrier always sends (closed
- * 1008 with `reason`, counted as `bad-handshake`); or null, nothing yet. The fields are logged.
+ * 1008 with `reason`, counted as `bad-handshake`; {@link parseBeforeStart} makes one of a start
+ * that breaks the carrier's schema); or null, nothing yet. The fields are logged.
  */
 export type HandshakeStep<L> = { leg: L } | { unsupported: Record<string, unknown> } | { refused: Record<string, unknown>; reason: string } | null;
 
@@ -54,6 +55,38 @@ export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
    * `Retry-After`, counted with its reason (`admission.ts`). Absent: every call is taken.
    */
   admit?: () => AdmissionRefusal | null;
+}
+
+/** A start the carrier sent that cannot be read: refused (1008, counted as `bad-handshake`) with the field at fault. */
+export type InvalidStart = { refused: { detail: string }; reason: 'invalid start' };
+
+/**
+ * Parses a text frame received before the leg exists with the carrier's `parse`. A frame
+ * whose `event` is the carrier's start (`startEvent`) but which breaks its schema comes back
+ * with an {@link InvalidStart}, so the stream is refused at once saying which field is wrong,
+ * rather than left silent until the handshake timeout and logged as if no start had come (a
+ * carrier that changed a field would otherwise show only "sent no start in time"). Any other
+ * frame that cannot be read is logged at debug and ignored: the handshake goes on.
+ */
+export function parseBeforeStart<M>(text: string, startEvent: string, parse: (text: string, onReject: (reason: string, detail: string) => void) => M | null, log: Logger): { message: M | null; invalid: InvalidStart | null } {
+  let rejected: string | undefined;
+  const msg = parse(text, (reason, detail) => {
+    rejected = detail;
+    log.debug({ reason, detail }, 'message before start ignored');
+  });
+  if (msg !== null || rejected === undefined || eventOf(text) !== startEvent) return { message: msg, invalid: null };
+  return { message: null, invalid: { refused: { detail: rejected }, reason: 'invalid start' } };
+}
+
+/** The `event` of a JSON text frame, if it has a string one (only read for frames already rejected). */
+function eventOf(text: string): string | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    const event = typeof value === 'object' && value !== null ? (value as { event?: unknown }).event : undefined;
+    return typeof event === 'string' ? event : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The attached endpoint. */

@@ -81,12 +81,13 @@ export async function endpointHarness<L>(attach: (server: Server, pacer: Outboun
 }
 
 /** A raw WebSocket client, for what the simulators refuse to do (bad messages, wrong formats). */
-export async function rawClient(url: string, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; closed: Promise<number> }> {
+export async function rawClient(url: string, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; closed: Promise<number>; closedWith: Promise<{ code: number; reason: string }> }> {
   const ws = new WebSocket(url, { headers });
-  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+  const closedWith = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closed = closedWith.then((c) => c.code);
   await new Promise<void>((resolve, reject) => {
     ws.once('open', resolve);
     ws.once('error', reject);
   });
-  return { ws, closed };
+  return { ws, closed, closedWith };
 }

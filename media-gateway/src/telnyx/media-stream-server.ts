@@ -6,7 +6,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { AdmissionRefusal } from '../admission.js';
-import { attachMediaStreamEndpoint } from '../media-stream-endpoint.js';
+import { attachMediaStreamEndpoint, parseBeforeStart } from '../media-stream-endpoint.js';
 import type { MediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { OutboundPacer } from '../twilio/pacer.js';
 import type { UpgradeRouter } from '../upgrade-router.js';
@@ -44,7 +44,8 @@ export function attachTelnyxMediaStreams(target: Server | UpgradeRouter, opts: T
     ...(opts.admit ? { admit: opts.admit } : {}),
     onCall: opts.onCall,
     handshake: (text, ws, req) => {
-      const msg = parseTelnyxMessage(text, (reason, detail) => log.debug({ reason, detail }, 'message before start ignored'));
+      const { message: msg, invalid } = parseBeforeStart(text, 'start', parseTelnyxMessage, log);
+      if (invalid) return invalid;
       if (!msg || msg.event !== 'start') return null;
       if (!isSupportedTelnyxFormat(msg.start.media_format)) return { unsupported: { mediaFormat: msg.start.media_format, callControlId: msg.start.call_control_id } };
       const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');

@@ -6,7 +6,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
 import { validateTwilioSignature } from '@vap/shared';
 import type { AdmissionRefusal } from '../admission.js';
-import { attachMediaStreamEndpoint } from '../media-stream-endpoint.js';
+import { attachMediaStreamEndpoint, parseBeforeStart } from '../media-stream-endpoint.js';
 import type { MediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { UpgradeRouter } from '../upgrade-router.js';
 import type { OutboundPacer } from './pacer.js';
@@ -67,7 +67,8 @@ export function attachTwilioMediaStreams(target: Server | UpgradeRouter, opts: T
     ...(opts.admit ? { admit: opts.admit } : {}),
     onCall: opts.onCall,
     handshake: (text, ws) => {
-      const msg = parseTwilioMessage(text, (reason, detail) => log.debug({ reason, detail }, 'message before start ignored'));
+      const { message: msg, invalid } = parseBeforeStart(text, 'start', parseTwilioMessage, log);
+      if (invalid) return invalid;
       if (!msg || msg.event !== 'start') return null;
       if (!isSupportedMediaFormat(msg.start.mediaFormat)) return { unsupported: { mediaFormat: msg.start.mediaFormat, callSid: msg.start.callSid } };
       return { leg: new TwilioLeg({ socket: ws, start: msg, pacer: opts.pacer, logger: opts.logger }) };

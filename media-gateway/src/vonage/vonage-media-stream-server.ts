@@ -7,7 +7,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
 import { verifyVonageWebhook, vonageBearerToken } from '@vap/shared';
 import type { AdmissionRefusal } from '../admission.js';
-import { attachMediaStreamEndpoint } from '../media-stream-endpoint.js';
+import { attachMediaStreamEndpoint, parseBeforeStart } from '../media-stream-endpoint.js';
 import type { MediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { OutboundPacer } from '../twilio/pacer.js';
 import type { UpgradeRouter } from '../upgrade-router.js';
@@ -64,7 +64,8 @@ export function attachVonageMediaStreams(target: Server | UpgradeRouter, opts: V
     ...(opts.admit ? { admit: opts.admit } : {}),
     onCall: opts.onCall,
     handshake: (text, ws) => {
-      const msg = parseVonageMessage(text, (reason, detail) => log.debug({ reason, detail }, 'message before websocket:connected ignored'));
+      const { message: msg, invalid } = parseBeforeStart(text, 'websocket:connected', parseVonageMessage, log);
+      if (invalid) return invalid;
       if (!msg || msg.event !== 'websocket:connected') return null;
       if (!isL16At16k(msg.contentType)) return { unsupported: { contentType: msg.contentType, callSid: msg.headers['callSid'] } };
       // Refused (1008, counted as bad-handshake): the handshake lacks what the NCCO always sends.

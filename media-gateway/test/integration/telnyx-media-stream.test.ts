@@ -154,12 +154,27 @@ describe('Telnyx media stream server', () => {
       const before = mediaStreamClosed.get('handshake-timeout');
       const raw = await rawClient(`${quick.base}${TELNYX_MEDIA_STREAM_PATH}`);
       raw.ws.send(JSON.stringify({ event: 'connected', version: '1.0.0' }));
-      raw.ws.send(JSON.stringify({ event: 'start', stream_id: 'st-x', start: {} }));
+      raw.ws.send(JSON.stringify({ event: 'media', media: { payload: 'AA==' } }));
       expect(await raw.closed).toBe(1008);
       expect(mediaStreamClosed.get('handshake-timeout')).toBe(before + 1);
     } finally {
       await quick.close();
     }
+  });
+
+  it('refuses a start it cannot read at once (1008 "invalid start", counted as bad-handshake), not after the handshake timeout', async () => {
+    const before = { bad: mediaStreamClosed.get('bad-handshake'), timeout: mediaStreamClosed.get('handshake-timeout') };
+    const raw = await rawClient(h.streamUrl);
+    raw.ws.send(JSON.stringify({ event: 'connected', version: '1.0.0' }));
+    raw.ws.send('not json');
+    const sent = Date.now();
+    raw.ws.send(startText('st-bad', { media_format: { encoding: 'PCMU', sample_rate: 'eight thousand', channels: 1 } }));
+    expect(await raw.closedWith).toEqual({ code: 1008, reason: 'invalid start' });
+    // The harness waits 10 s for a start: the refusal is the bad start's, not the timeout's.
+    expect(Date.now() - sent).toBeLessThan(2000);
+    expect(mediaStreamClosed.get('bad-handshake')).toBe(before.bad + 1);
+    expect(mediaStreamClosed.get('handshake-timeout')).toBe(before.timeout);
+    expect(h.streams.activeLegs).toBe(0);
   });
 });
 

@@ -116,6 +116,18 @@ describe('Twilio media stream server', () => {
     expect(await raw.closed).toBe(1003);
   });
 
+  it('refuses a start it cannot read at once (1008 "invalid start", counted as bad-handshake), not after the handshake timeout', async () => {
+    const before = { bad: mediaStreamClosed.get('bad-handshake'), timeout: mediaStreamClosed.get('handshake-timeout') };
+    const raw = await rawClient(h.streamUrl);
+    raw.ws.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
+    const sent = Date.now();
+    raw.ws.send(JSON.stringify({ event: 'start', sequenceNumber: '1', streamSid: 'MZbad', start: { streamSid: 'MZbad' } }));
+    expect(await raw.closedWith).toEqual({ code: 1008, reason: 'invalid start' });
+    expect(Date.now() - sent).toBeLessThan(2000);
+    expect(mediaStreamClosed.get('bad-handshake')).toBe(before.bad + 1);
+    expect(mediaStreamClosed.get('handshake-timeout')).toBe(before.timeout);
+  });
+
   it('closes a socket that sends no start in time', async () => {
     const quick = await harness({ handshakeTimeoutMs: 150 });
     try {

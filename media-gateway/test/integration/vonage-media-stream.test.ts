@@ -150,6 +150,16 @@ describe('Vonage WebSocket endpoint', () => {
     expect(mediaStreamClosed.get('bad-handshake')).toBe(badBefore + 1);
   });
 
+  it('refuses a websocket:connected it cannot read at once (1008 "invalid start", counted as bad-handshake)', async () => {
+    const before = mediaStreamClosed.get('bad-handshake');
+    const raw = await rawClient(h.uri);
+    const sent = Date.now();
+    raw.ws.send(JSON.stringify({ event: 'websocket:connected', ...HEADERS }));
+    expect(await raw.closedWith).toEqual({ code: 1008, reason: 'invalid start' });
+    expect(Date.now() - sent).toBeLessThan(2000);
+    expect(mediaStreamClosed.get('bad-handshake')).toBe(before + 1);
+  });
+
   it('closes a socket that sends no websocket:connected in time', async () => {
     const quick = await harness({ handshakeTimeoutMs: 150 });
     try {
