@@ -11,7 +11,7 @@ import type { SessionResult } from './pipeline-threads/protocol.js';
 import type { CallRecording, RecordingArchiver } from './recording/recording-archiver.js';
 
 /** Parameters the control plane puts in `<Stream>`; the rest of them is call metadata. */
-const ROUTING_PARAMETERS = new Set(['agentId', 'tenantId', 'callSid', 'from', 'to', 'direction']);
+const ROUTING_PARAMETERS = new Set(['agentId', 'tenantId', 'callSid', 'from', 'to', 'direction', 'streamToken']);
 
 /** What the gateway remembers of a recent call, for the sandbox call command and debugging. */
 export interface CallSummary {
@@ -147,6 +147,7 @@ export class CallSessions {
           to: p['to'] ?? null,
           metadata,
           gatewayId: this.deps.gatewayId,
+          ...(p['streamToken'] ? { streamToken: p['streamToken'] } : {}),
         },
         { timeoutMs: this.deps.prepareTimeoutMs ?? 5000 },
       );

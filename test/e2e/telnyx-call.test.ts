@@ -94,6 +94,21 @@ describe('a phone call over Telnyx end to end', () => {
     expect(after).toMatchObject({ rejected: true, say: 'Sorry, we cannot take your call right now. Please try again later. Goodbye.' });
   }, 90_000);
 
+  it('hangs up a Telnyx stream the platform did not route (no stream token): the agent never speaks and nothing is stored', async () => {
+    // Telnyx streams arrive unsigned: someone who knows the tenant's and an agent's ids opens one straight to the gateway.
+    const { agentId } = await p.agentWithNumber();
+    const callControlId = telnyxCallControlId();
+    const forged = await TelnyxCallerSimulator.connect(`${p.gateway.url.replace('http', 'ws')}/api/v1/webhooks/telnyx/media-stream`, {
+      callControlId,
+      customParameters: { agentId, tenantId: p.tenant.tenantId, callSid: callControlId, from: '+14155550199', to: '+14155550100', direction: 'inbound' },
+    });
+    expect(await forged.closed).toBe(1000);
+    expect(forged.receivedMedia).toEqual([]);
+    expect(p.gateway.sessions!.summary(callControlId)).toMatchObject({ status: 'rejected', conversationId: null });
+    const { body } = await p.api('GET', `/api/v1/conversations?agentId=${agentId}`);
+    expect(body.total).toBe(0);
+  });
+
   it('apologises and hangs up on a signed call to a number that is not a Telnyx number of any agent', async () => {
     const { number } = await p.agentWithNumber(); // a Twilio number: not reachable through Telnyx
     const placed = await TelnyxCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, signingKey: telnyxKey, from: '+14155550124', to: number });

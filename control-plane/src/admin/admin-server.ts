@@ -15,6 +15,8 @@ import { loadAdminToken } from './admin-token.js';
 import { CallInspector } from './call-inspector.js';
 import { debugRoutes } from './debug-routes.js';
 import type { TelephonyProviders } from '../modules/telephony/providers/index.js';
+import { StreamTokens } from '../modules/telephony/stream-token.js';
+import { loadSecretKey, SecretBox } from '../secret-box.js';
 
 /**
  * The admin API (`{admin_base_url}` in the spec): a separate listener on ADMIN_HOST:ADMIN_PORT
@@ -45,7 +47,9 @@ export async function buildAdminApp(config: ControlPlaneConfig, deps: { database
   app.addHook('onRequest', adminAuth(deps.token));
 
   // Carriers: the control plane's (simulators in development without keys); default the configured ones, counted apart.
-  await app.register(debugRoutes, { prefix: '/api/v1', appEnv: config.appEnv, inspector: new CallInspector(deps.database.db), telephony: deps.telephony, db: deps.database.db });
+  // The simulator's Telnyx answer carries a stream token like the real one; the key is the control plane's (SECRET_ENCRYPTION_KEY or DATA_DIR/secret.key).
+  const streamTokens = new StreamTokens(new SecretBox(loadSecretKey(config.secretEncryptionKey, config.dataDir, config.appEnv)));
+  await app.register(debugRoutes, { prefix: '/api/v1', appEnv: config.appEnv, inspector: new CallInspector(deps.database.db), telephony: deps.telephony, db: deps.database.db, streamTokens });
   return app;
 }
 

@@ -4,6 +4,7 @@ import { AppError } from '@vap/shared';
 import { problemResponses } from '../http/problem.js';
 import type { Db } from '../db/database.js';
 import type { TelephonyProviders } from '../modules/telephony/providers/index.js';
+import type { StreamTokens } from '../modules/telephony/stream-token.js';
 import type { CallInspector } from './call-inspector.js';
 import { probeConnection } from './connection-probe.js';
 import { repairTelnyxProviderSids } from './provider-sid-repair.js';
@@ -25,7 +26,7 @@ import {
  * simulator, the carrier credentials probe and the Telnyx provider-id repair.
  * Authentication is the admin server's hook.
  */
-export const debugRoutes: FastifyPluginAsync<{ appEnv: 'development' | 'production'; inspector: CallInspector; telephony: TelephonyProviders; db: Db }> = async (app, opts) => {
+export const debugRoutes: FastifyPluginAsync<{ appEnv: 'development' | 'production'; inspector: CallInspector; telephony: TelephonyProviders; db: Db; streamTokens: StreamTokens }> = async (app, opts) => {
   const r = app.withTypeProvider<ZodTypeProvider>();
 
   r.post('/telephony/debug/simulate-inbound', {
@@ -34,7 +35,7 @@ export const debugRoutes: FastifyPluginAsync<{ appEnv: 'development' | 'producti
       if (opts.appEnv !== 'development') throw new AppError('forbidden', 'The inbound-call simulator runs only when APP_ENV=development.');
     },
     schema: { body: simulateInboundBody, response: { 200: simulateInboundResponse, ...problemResponses(400, 401, 403, 422) } },
-    handler: async (req) => simulateInbound(req.body),
+    handler: async (req) => simulateInbound(req.body, opts.streamTokens),
   });
 
   r.post('/telephony/debug/validate-connection', {

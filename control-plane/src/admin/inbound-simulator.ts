@@ -1,4 +1,5 @@
 import { connectAnswer, mediaStreamUrl } from '../modules/telephony/inbound-answer.js';
+import type { StreamTokens } from '../modules/telephony/stream-token.js';
 import { PROVIDER_NAMES, simulatedCallSid } from './schemas.js';
 import type { ProviderName, SimulateInboundInput } from './schemas.js';
 
@@ -12,16 +13,18 @@ export interface SimulatedInbound {
 /**
  * What the platform would answer to `provider`'s inbound-call webhook for this call, with
  * the media gateway at `wss://<host>`: the same builder as the real webhook, so the body
- * is byte for byte what a routed call gets. No signature, no database, no side effects.
+ * is byte for byte what a routed call gets (a Telnyx stream token included, freshly minted).
+ * No signature, no database, no side effects.
  */
-export function simulateInbound(input: SimulateInboundInput): SimulatedInbound {
+export function simulateInbound(input: SimulateInboundInput, streamTokens: StreamTokens): SimulatedInbound {
+  const ids = { agentId: input.agentId, tenantId: input.tenantId, callSid: input.callSid ?? simulatedCallSid() };
   const call = {
-    agentId: input.agentId,
-    tenantId: input.tenantId,
-    callSid: input.callSid ?? simulatedCallSid(),
+    ...ids,
     from: input.from,
     to: input.to,
     isSipTrunk: input.isSipTrunk,
+    // As the real webhook: Telnyx's unsigned stream needs the token (stream-token.ts).
+    ...(input.provider === 'telnyx' ? { streamToken: streamTokens.mint({ provider: 'telnyx', ...ids }) } : {}),
   };
   const base = `wss://${input.host}`;
   return {

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestApp } from '../helpers.js';
+import { createTenant, createTestApp, TEST_SECRET_KEY } from '../helpers.js';
+import { SecretBox } from '../../src/secret-box.js';
+import { StreamTokens } from '../../src/modules/telephony/stream-token.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 import { adminCall, createAdminApp } from '../admin-fixtures.js';
 import { TELEPHONY_ENV, agentWithNumber, postTwilio, voiceParams } from '../telephony-fixtures.js';
@@ -77,7 +79,11 @@ describe('POST /api/v1/telephony/debug/simulate-inbound', () => {
     const response = parseXml(sim.responseBody);
     const stream = child(child(response, 'Connect'), 'Stream');
     expect(stream.attrs).toMatchObject({ url: sim.mediaStreamUrl, bidirectionalMode: 'rtp', bidirectionalCodec: 'PCMU' });
-    expect(Object.fromEntries(stream.children.map((p) => [p.attrs.name, p.attrs.value]))).toMatchObject({ callSid: 'v3:abc', connectionType: 'sip', direction: 'inbound' });
+    const params = Object.fromEntries(stream.children.map((p) => [p.attrs.name, p.attrs.value]));
+    expect(params).toMatchObject({ callSid: 'v3:abc', connectionType: 'sip', direction: 'inbound' });
+    // As the real webhook's answer: a stream token the control plane's call.prepare accepts for this call.
+    const tokens = new StreamTokens(new SecretBox(TEST_SECRET_KEY));
+    expect(tokens.check(params['streamToken'], { provider: 'telnyx', tenantId: tenant.tenantId, agentId: routed.agentId, callSid: 'v3:abc' })).toBeNull();
   });
 
   it('returns an NCCO for Vonage: a JSON array connecting a websocket endpoint', async () => {

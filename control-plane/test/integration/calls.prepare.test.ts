@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { agentConfigSchema } from '@vap/shared';
 import type { CallHandling } from '../../src/modules/conversations/call-handlers.js';
-import { agentBody, call, createTenant, createTestApp } from '../helpers.js';
+import { agentBody, call, createTenant, createTestApp, TEST_SECRET_KEY } from '../helpers.js';
+import { SecretBox } from '../../src/secret-box.js';
+import { STREAM_TOKEN_MAX_AGE_S, StreamTokens } from '../../src/modules/telephony/stream-token.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 import { activeAgent, prepareRequest, recordEvents, startCalls } from './calls.fixtures.js';
 
@@ -106,6 +108,39 @@ describe('call.prepare', () => {
     expect(await ask(tenant.tenantId, inactive.id)).toMatchObject({ ok: false, code: 'agent-inactive' });
     const { rows } = await t.database.pool.query('select count(*)::int as n from conversations where agent_id = any($1)', [[foreign.id, draft.json().id, inactive.id]]);
     expect(rows[0].n).toBe(0);
+  });
+
+  it('takes a Telnyx stream only with a valid, fresh stream token for exactly this call, and stores nothing otherwise', async () => {
+    const agent = await activeAgent(t.app, tenant.key);
+    const tokens = new StreamTokens(new SecretBox(TEST_SECRET_KEY));
+    const telnyx = (callSid: string, streamToken?: string) =>
+      prepareRequest(tenant.tenantId, agent.id, { provider: 'telnyx', callSid, ...(streamToken === undefined ? {} : { streamToken }) });
+    const ids = { provider: 'telnyx', tenantId: tenant.tenantId, agentId: agent.id };
+    const stale = new StreamTokens(new SecretBox(TEST_SECRET_KEY), () => Date.now() - (STREAM_TOKEN_MAX_AGE_S + 60) * 1000);
+    const foreignKey = new StreamTokens(new SecretBox(Buffer.alloc(32, 7)));
+    const refused = [
+      telnyx('v3:no-token'),
+      telnyx('v3:empty', ''),
+      telnyx('v3:garbled', 'st1.x.y'),
+      // A token of another call (a replayed answer), of another key, or minted too long ago.
+      telnyx('v3:other-call', tokens.mint({ ...ids, callSid: 'v3:the-routed-call' })),
+      telnyx('v3:other-key', foreignKey.mint({ ...ids, callSid: 'v3:other-key' })),
+      telnyx('v3:stale', stale.mint({ ...ids, callSid: 'v3:stale' })),
+    ];
+    for (const req of refused) expect(await t.bus.request('callPrepare', req)).toMatchObject({ ok: false, code: 'stream-unauthenticated' });
+    // Another tenant's agent with this call's token: the token names the tenant and agent too.
+    const foreign = await activeAgent(t.app, other.key);
+    const swapped = prepareRequest(other.tenantId, foreign.id, { provider: 'telnyx', callSid: 'v3:swapped', streamToken: tokens.mint({ ...ids, callSid: 'v3:swapped' }) });
+    expect(await t.bus.request('callPrepare', swapped)).toMatchObject({ ok: false, code: 'stream-unauthenticated' });
+    const { rows } = await t.database.pool.query("select id from conversations where provider = 'telnyx' and external_id = any($1)", [[...refused.map((r) => r.callSid), 'v3:swapped']]);
+    expect(rows).toEqual([]);
+
+    const ok = await t.bus.request('callPrepare', telnyx('v3:routed', tokens.mint({ ...ids, callSid: 'v3:routed' })));
+    if (!ok.ok) throw new Error(ok.code);
+    // The token is proof, not call data: it is not kept with the conversation.
+    expect((await rowOf(ok.conversationId)).metadata).toEqual({ campaign: 'spring' });
+    // Twilio and Vonage sign their upgrades, which the gateway checks: they need no token.
+    expect((await t.bus.request('callPrepare', prepareRequest(tenant.tenantId, agent.id))).ok).toBe(true);
   });
 
   it('refuses calls of a suspended tenant', async () => {

@@ -11,7 +11,9 @@ import { loadConfig } from '../../src/config.js';
 import { startControlPlane } from '../../src/control-plane.js';
 import { APOLOGY_TEXT } from '../../src/modules/telephony/inbound-answer.js';
 import { TELNYX_SANDBOX_KEY_FILE, loadTelnyxWebhookKey, telnyxSandboxSigningKey } from '../../src/modules/telephony/telnyx-credentials.js';
-import { createTenant, createTestApp } from '../helpers.js';
+import { createTenant, createTestApp, TEST_SECRET_KEY } from '../helpers.js';
+import { SecretBox } from '../../src/secret-box.js';
+import { StreamTokens } from '../../src/modules/telephony/stream-token.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 import { TELEPHONY_ENV, agentWithNumber, freshDatabases, randomE164 } from '../telephony-fixtures.js';
 import { child, parseXml } from '../xml.js';
@@ -96,7 +98,16 @@ describe('POST /webhooks/telnyx/voice', () => {
       ['Parameter', 'from', params.From],
       ['Parameter', 'to', routed.phoneNumber],
       ['Parameter', 'direction', 'inbound'],
+      ['Parameter', 'streamToken', expect.stringMatching(/^st1\.\d+\.[\w-]{43}$/)],
     ]);
+    // The token vouches for exactly this call: call.prepare takes the stream with it (stream-token.ts).
+    const token = stream.children.find((p) => p.attrs.name === 'streamToken')!.attrs.value;
+    const tokens = new StreamTokens(new SecretBox(TEST_SECRET_KEY));
+    const ids = { provider: 'telnyx', tenantId: tenant.tenantId, agentId: routed.agentId, callSid: params.CallSid! };
+    expect(tokens.check(token, ids)).toBeNull();
+    expect(tokens.check(token, { ...ids, callSid: 'v3:another-call' })).toBe('mismatch');
+    // Stream URLs end up in logs: the token travels only as a parameter.
+    expect(stream.attrs.url).not.toContain('st1.');
   });
 
   it('serves the same handler under /api/v1 without a bearer credential', async () => {

@@ -31,9 +31,9 @@ export interface TelnyxMediaStreamsOptions {
 /**
  * Serve Telnyx media streams on {@link TELNYX_MEDIA_STREAM_PATH} of `target`. TeXML streams
  * carry no upgrade signature (only Call Control's optional `stream_auth_token` would, §2), so
- * upgrades are not authenticated: the agent and tenant come from the `<Parameter>`s the signed
- * voice webhook's answer put in the stream, and the session asks the control plane before
- * anything is spoken. A `start` in another format than PCMU 8 kHz mono is closed with 1003.
+ * upgrades are not authenticated here: the agent, tenant and `streamToken` come from the
+ * `<Parameter>`s the signed voice webhook's answer put in the stream, and the session asks the
+ * control plane, which checks the token, before anything is spoken. A `start` in another format than PCMU 8 kHz mono is closed with 1003.
  */
 export function attachTelnyxMediaStreams(target: Server | UpgradeRouter, opts: TelnyxMediaStreamsOptions): MediaStreamEndpoint {
   const log = opts.logger.child({ provider: 'telnyx' });

@@ -263,7 +263,7 @@ export type Payload<N extends SubjectName> = z.infer<(typeof SUBJECTS)[N]['schem
 export const REQUESTS = {
   /**
    * A gateway has a call on the line and asks a control plane to take it: the control plane
-   * checks agent and tenant, creates the conversation (`in_progress`, idempotent on the
+   * checks the stream's token (Telnyx), agent and tenant, creates the conversation (`in_progress`, idempotent on the
    * provider's call id), emits `SessionStarted`, and answers with the agent to run.
    */
   callPrepare: {
@@ -280,6 +280,8 @@ export const REQUESTS = {
       to: z.string().nullable(),
       metadata: z.record(z.string(), z.string()),
       gatewayId: z.string(),
+      /** The stream's `streamToken` parameter, as the control plane's answer to the voice webhook set it; required for Telnyx, whose streams are unsigned. */
+      streamToken: z.string().optional(),
     }),
     reply: z.discriminatedUnion('ok', [
       z.object({
@@ -289,7 +291,7 @@ export const REQUESTS = {
         agent: callAgentSchema,
         caller: callerSchema,
       }),
-      z.object({ ok: z.literal(false), code: z.enum(['agent-not-found', 'agent-inactive', 'tenant-suspended']), message: z.string() }),
+      z.object({ ok: z.literal(false), code: z.enum(['agent-not-found', 'agent-inactive', 'tenant-suspended', 'stream-unauthenticated']), message: z.string() }),
     ]),
   },
   /**

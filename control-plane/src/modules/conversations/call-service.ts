@@ -8,6 +8,7 @@ import type { EventOutbox } from '../webhooks/event-outbox.js';
 import { buildEvent, errorData, publishEvent, sessionEndedData, sessionStartedData } from './events.js';
 import type { ConversationRepository, ConversationRow, InTransaction } from './repository.js';
 import { GATEWAY_LOST, isLostRecord } from './repository.js';
+import { StreamTokens } from '../telephony/stream-token.js';
 
 /** A phone number in E.164 with its ISO country, or nulls when the value is not a phone number (`client:alice`, `anonymous`). */
 export function parsePhone(raw: string | null): { phoneNumber: string | null; country: string | null } {
@@ -49,6 +50,7 @@ export class CallService {
   private readonly secrets: SecretBox;
   private readonly log: Logger;
   private readonly now: () => number;
+  private readonly streamTokens: StreamTokens;
   private readonly outbox: EventOutbox;
   private readonly onFinished: InTransaction<ConversationRow>[];
 
@@ -65,6 +67,7 @@ export class CallService {
     this.secrets = deps.secrets;
     this.log = deps.log;
     this.now = deps.now ?? Date.now;
+    this.streamTokens = new StreamTokens(deps.secrets, () => this.now());
   }
 
   /**
@@ -75,6 +78,14 @@ export class CallService {
    */
   async prepare(req: RequestPayload<'callPrepare'>): Promise<ReplyPayload<'callPrepare'>> {
     const log = this.log.child({ tenantId: req.tenantId, agentId: req.agentId, callSid: req.callSid, provider: req.provider });
+    if (req.provider === 'telnyx') {
+      // Telnyx opens its stream unsigned: only the token our signed-webhook answer gave it shows we routed this call (stream-token.ts).
+      const why = this.streamTokens.check(req.streamToken, req);
+      if (why !== null) {
+        log.warn({ reason: why }, 'Telnyx stream without a valid stream token refused');
+        return { ok: false, code: 'stream-unauthenticated', message: `The stream's token is ${why}: a Telnyx stream must come from the platform's answer to the call's voice webhook.` };
+      }
+    }
     const found = await this.repo.agentForCall(req.tenantId, req.agentId);
     if (!found) return { ok: false, code: 'agent-not-found', message: `Agent ${req.agentId} does not exist in tenant ${req.tenantId}.` };
     if (found.tenantStatus !== 'active') return { ok: false, code: 'tenant-suspended', message: `The account ${req.tenantId} is not active.` };

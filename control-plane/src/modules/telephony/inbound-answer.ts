@@ -18,6 +18,8 @@ export interface InboundCall {
   to: string;
   /** Arrived over a SIP trunk: the body and stream URL carry `connectionType=sip`. */
   isSipTrunk: boolean;
+  /** Proof for call.prepare that this answer routed the stream (stream-token.ts): set for Telnyx, whose streams are unsigned. */
+  streamToken?: string;
 }
 
 /** A webhook response body and its content type. */
@@ -68,6 +70,7 @@ export function streamParameters(call: InboundCall): [string, string][] {
     ['direction', 'inbound'],
   ];
   if (call.isSipTrunk) params.push(['connectionType', 'sip']);
+  if (call.streamToken !== undefined) params.push(['streamToken', call.streamToken]);
   return params;
 }
 

@@ -2,6 +2,7 @@ import { unstorableTextReason } from '../../db/storable-text.js';
 import { apologyAnswer, connectAnswer } from './inbound-answer.js';
 import type { InboundAnswer, InboundProvider } from './inbound-answer.js';
 import type { InboundRoute } from './phone-number-repository.js';
+import type { StreamTokens } from './stream-token.js';
 
 /** Why a call was not connected (logged; the caller only hears the apology). */
 export type InboundRefusal = 'missing-parameters' | 'unknown-number' | 'no-agent' | 'agent-inactive' | 'error';
@@ -42,10 +43,13 @@ export interface InboundRequest {
 export class InboundCallRouter {
   private readonly numbers: { findInboundRoute(provider: InboundProvider, phoneNumber: string): Promise<InboundRoute | undefined> };
   private readonly mediaGatewayPublicUrl: string;
+  private readonly streamTokens: StreamTokens | undefined;
 
-  constructor(deps: { numbers: InboundCallRouter['numbers']; mediaGatewayPublicUrl: string }) {
+  /** `streamTokens`: a carrier whose streams arrive unsigned (Telnyx) gets a token in its answer, which call.prepare checks. */
+  constructor(deps: { numbers: InboundCallRouter['numbers']; mediaGatewayPublicUrl: string; streamTokens?: StreamTokens }) {
     this.numbers = deps.numbers;
     this.mediaGatewayPublicUrl = deps.mediaGatewayPublicUrl;
+    this.streamTokens = deps.streamTokens;
   }
 
   async answer(provider: InboundProvider, call: InboundRequest): Promise<InboundDecision> {
@@ -63,15 +67,15 @@ export class InboundCallRouter {
     const { agent, numberId } = route;
     if (!agent) return { outcome: 'no-agent', answer: apology, numberId };
     if (agent.status !== 'active') return { outcome: 'agent-inactive', answer: apology, numberId, agentId: agent.id };
+    const ids = { agentId: agent.id, tenantId: agent.tenantId, callSid: call.callSid };
     const answer = connectAnswer(provider, this.mediaGatewayPublicUrl, {
-      agentId: agent.id,
-      tenantId: agent.tenantId,
-      callSid: call.callSid,
+      ...ids,
       // Twilio sends `anonymous` for a withheld number; an absent From is passed on empty.
       from: call.from ?? '',
       to: call.to,
       // Calls over a SIP trunk will set this once trunks exist (spec "SIP trunk"; no issue yet).
       isSipTrunk: false,
+      ...(this.streamTokens ? { streamToken: this.streamTokens.mint({ provider, ...ids }) } : {}),
     });
     return { outcome: 'connected', answer, numberId, agentId: agent.id, tenantId: agent.tenantId };
   }

@@ -6,6 +6,8 @@ import { apologyAnswer } from './inbound-answer.js';
 import { InboundCallRouter, logInboundDecision } from './inbound-call-router.js';
 import type { InboundRequest } from './inbound-call-router.js';
 import { PhoneNumberRepository } from './phone-number-repository.js';
+import { StreamTokens } from './stream-token.js';
+import type { SecretBox } from '../../secret-box.js';
 
 /** What the Telnyx webhook plugin needs; it builds its own repository and router from them. */
 export interface TelnyxWebhookOptions {
@@ -14,7 +16,9 @@ export interface TelnyxWebhookOptions {
   publicKey: string | undefined;
   /** The media gateway's public base (`wss://…`) for stream URLs. */
   mediaGatewayPublicUrl: string;
-  /** Clock for the timestamp tolerance, epoch ms (tests move it). Default `Date.now`. */
+  /** The platform's secret box: the stream token each answer carries is keyed from it (stream-token.ts). */
+  secrets: SecretBox;
+  /** Clock for the timestamp tolerance and the stream token's issue time, epoch ms (tests move it). Default `Date.now`. */
   now?: () => number;
 }
 
@@ -70,7 +74,7 @@ const PREFIXES = ['', '/api/v1'] as const;
  * answered 200 with a spoken apology and a hang-up.
  */
 export const telnyxWebhookRoutes: FastifyPluginAsync<TelnyxWebhookOptions> = async (app, opts) => {
-  const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(opts.db), mediaGatewayPublicUrl: opts.mediaGatewayPublicUrl });
+  const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(opts.db), mediaGatewayPublicUrl: opts.mediaGatewayPublicUrl, streamTokens: new StreamTokens(opts.secrets, opts.now) });
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: 64 * 1024 }, (req, body, done) => done(null, new RawBody(String(body), String(req.headers['content-type'] ?? ''))));
