@@ -5,7 +5,8 @@ import { agentBody, call, createTenant, createTestApp, TEST_SECRET_KEY } from '.
 import { SecretBox } from '../../src/secret-box.js';
 import { STREAM_TOKEN_MAX_AGE_S, StreamTokens } from '../../src/modules/telephony/stream-token.js';
 import type { TestApp, TestTenant } from '../helpers.js';
-import { activeAgent, prepareRequest, recordEvents, startCalls } from './calls.fixtures.js';
+import { activeAgent, prepareRequest, recordEvents, seedCall, startCalls } from './calls.fixtures.js';
+import { newId } from '@vap/shared';
 
 let t: TestApp;
 let tenant: TestTenant;
@@ -93,6 +94,20 @@ describe('call.prepare', () => {
     await vi.waitFor(() => expect(events.of(a.conversationId)).toHaveLength(1));
     await new Promise((r) => setTimeout(r, 50));
     expect(events.of(a.conversationId)).toHaveLength(1);
+  });
+
+  it('refuses a prepare for a call whose conversation has ended, and changes nothing', async () => {
+    const agent = await activeAgent(t.app, tenant.key);
+    const req = prepareRequest(tenant.tenantId, agent.id);
+    const { conversationId } = await seedCall(t.bus, calls, tenant.tenantId, agent.id, { request: req });
+    const before = await rowOf(conversationId);
+    expect(before.status).toBe('completed');
+    await vi.waitFor(() => expect(events.of(conversationId).map((e) => e.type)).toEqual(['SessionStarted', 'SessionEnded']));
+    // A second stream for the same carrier call (a replayed or duplicated stream) must not run the agent again.
+    expect(await t.bus.request('callPrepare', { ...req, gatewayId: newId('gw') })).toMatchObject({ ok: false, code: 'call-ended' });
+    expect(await rowOf(conversationId)).toEqual(before);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(events.of(conversationId).map((e) => e.type)).toEqual(['SessionStarted', 'SessionEnded']);
   });
 
   it('refuses an unknown agent, another tenant’s agent, and an agent that is not active', async () => {

@@ -71,8 +71,9 @@ export class CallService {
   }
 
   /**
-   * Answers a gateway's `call.prepare`: checks tenant and agent, creates the conversation
-   * (idempotent on the provider's call id: a retry gets the same conversation) and emits
+   * Answers a gateway's `call.prepare`: checks the stream token (Telnyx), tenant and agent,
+   * creates the conversation (idempotent on the provider's call id: a retry gets the same
+   * conversation while it is in progress; once it has ended, `call-ended`) and emits
    * `SessionStarted` once, then returns the agent to run with its decrypted LLM key.
    * The caller is the party the agent talks to: `from` inbound, `to` outbound.
    */
@@ -128,6 +129,10 @@ export class CallService {
     if (created) {
       log.info({ conversationId: row.id, gatewayId: req.gatewayId }, 'call started');
       await this.announce(staged);
+    } else if (row.status !== 'in_progress') {
+      // The call's end record is stored: a session now would talk, bill its providers and have every message dropped.
+      log.warn({ conversationId: row.id, status: row.status }, 'call.prepare for a call that has ended refused');
+      return { ok: false, code: 'call-ended', message: `Call ${req.callSid} has ended (conversation ${row.id} is ${row.status}); a new stream cannot resume it.` };
     } else {
       log.info({ conversationId: row.id }, 'call.prepare retried; same conversation');
     }
