@@ -12,7 +12,7 @@ import type { Database } from './db/database.js';
 import './http/fastify-types.js';
 import { registerErrorDocs } from './http/docs.js';
 import { registerProblemHandlers } from './http/problem.js';
-import { frameworkErrorProblem, refuseUnstorableText } from './http/input-guards.js';
+import { clientErrorProblem, frameworkErrorProblem, refuseUnstorableText } from './http/input-guards.js';
 import { openApiTransform } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { agentRoutes } from './modules/agents/routes.js';
@@ -130,6 +130,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
     },
     logController: new LogController({ requestIdLogLabel: 'reqId', disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
     frameworkErrors: frameworkErrorProblem({ 'X-Api-Version': '1' }),
+    clientErrorHandler: clientErrorProblem,
   });
   app.decorate('docsUrl', config.docsUrl);
   app.setValidatorCompiler(validatorCompiler);

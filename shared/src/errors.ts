@@ -22,6 +22,8 @@ export const ERROR_CATALOGUE = {
   'invitation-expired': { status: 410, title: 'Invitation expired', description: 'The invitation link is older than its 7 days. Ask an administrator of the account to send a new invitation.' },
   'idempotency-key-in-use': { status: 409, title: 'Idempotent request in progress', description: 'A request with this Idempotency-Key is still being processed. Retry after it has finished to receive its stored response.' },
   'idempotency-key-reused': { status: 422, title: 'Idempotency key reused', description: 'This Idempotency-Key was already used within the last 24 hours with a different request (method, path or body). Use a new key for a new request.' },
+  'request-timeout': { status: 408, title: 'Request timeout', description: 'The request did not arrive in full within the server\'s request timeout (headers and body). Nothing was done; send it again.' },
+  'headers-too-large': { status: 431, title: 'Request headers too large', description: 'The request line and headers together exceed 16 KiB (Node.js\'s limit), usually a very long query string or cookie. Nothing was done; shorten them.' },
   'payload-too-large': { status: 413, title: 'Payload too large', description: 'The request body exceeds the size this endpoint accepts.' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type', description: 'The Content-Type is not accepted by this endpoint. JSON bodies need `Content-Type: application/json`.' },
   'validation': { status: 422, title: 'Validation failed', description: 'The JSON is well formed but breaks a rule. `errors` lists each problem as `{field, message}`, with `field` a dotted path such as `voice.provider` and `message` stating the rule.' },

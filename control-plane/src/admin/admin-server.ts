@@ -7,7 +7,7 @@ import { newId } from '@vap/shared';
 import type { ControlPlaneConfig } from '../config.js';
 import type { Database } from '../db/database.js';
 import '../http/fastify-types.js';
-import { frameworkErrorProblem, refuseUnstorableText } from '../http/input-guards.js';
+import { clientErrorProblem, frameworkErrorProblem, refuseUnstorableText } from '../http/input-guards.js';
 import { registerProblemHandlers } from '../http/problem.js';
 import { validatorCompiler } from '../http/validation.js';
 import { adminAuth } from './admin-auth.js';
@@ -31,6 +31,7 @@ export async function buildAdminApp(config: ControlPlaneConfig, deps: { database
     genReqId: () => newId('trace'),
     logController: new LogController({ requestIdLogLabel: 'reqId', disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
     frameworkErrors: frameworkErrorProblem(),
+    clientErrorHandler: clientErrorProblem,
   });
   app.decorate('docsUrl', config.docsUrl);
   app.setValidatorCompiler(validatorCompiler);

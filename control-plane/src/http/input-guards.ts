@@ -1,7 +1,10 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { unstorableTextReason } from '../db/storable-text.js';
-import type { FieldError } from '@vap/shared';
-import { sendProblem } from './problem.js';
+import { ERROR_CATALOGUE, newId } from '@vap/shared';
+import type { ErrorSlug, FieldError } from '@vap/shared';
+import { PROBLEM_CONTENT_TYPE, sendProblem } from './problem.js';
 import { RequestValidationError } from './validation.js';
 
 /** At most this many fields are named in one answer. */
@@ -102,4 +105,30 @@ export function frameworkErrorProblem(headers: Record<string, string> = {}) {
     req.log.error({ err }, 'request could not be routed');
     void sendProblem(req, reply, 'internal', 'An unexpected error occurred. Quote the traceId to support.');
   };
+}
+
+/** Node's HTTP parser errors a client can cause, as problems (anything else it reports is a malformed request). */
+const CLIENT_ERRORS: Record<string, { slug: ErrorSlug; detail: string }> = {
+  HPE_HEADER_OVERFLOW: { slug: 'headers-too-large', detail: 'The request line and headers exceed 16 KiB: shorten the query string or the headers.' },
+  ERR_HTTP_REQUEST_TIMEOUT: { slug: 'request-timeout', detail: 'The request did not arrive in full in time.' },
+};
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses before Fastify sees it (a
+ * request line and headers over 16 KiB, a request that never finished arriving, bytes that are not
+ * HTTP) gets a problem+json answer like every other error, with a trace id that is also logged,
+ * instead of Fastify's own JSON. The socket is closed after it, as Node does.
+ */
+export function clientErrorProblem(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset connection has nobody to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const { slug, detail } = CLIENT_ERRORS[err.code ?? ''] ?? { slug: 'malformed-request' as const, detail: 'The request is not valid HTTP.' };
+  const status = ERROR_CATALOGUE[slug].status;
+  const traceId = newId('trace');
+  this.log.info({ traceId, code: err.code, status }, 'request refused by the HTTP parser');
+  const body = JSON.stringify({ type: `${this.docsUrl}/errors/${slug}`, title: ERROR_CATALOGUE[slug].title, status, detail, traceId });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${traceId}\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
 }

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentBody, call, createAgentFor, createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
@@ -95,5 +96,39 @@ describe('input Postgres cannot store, and URLs the router cannot read', () => {
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(res.json()).toMatchObject({ status: 400, detail: 'A path parameter is longer than 100 characters; no id is that long.' });
     expect(res.json().traceId).toBe(res.headers['x-request-id']);
+  });
+
+  it('answers requests the HTTP parser refuses (headers over 16 KiB, bytes that are not HTTP) with a problem, not the framework\'s JSON', async () => {
+    const url = await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = new URL(url);
+    const raw = (request: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1', () => socket.write(request));
+        let got = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (d: string) => (got += d));
+        socket.on('close', () => resolve(got));
+        socket.on('error', reject);
+      });
+    const parse = (response: string) => {
+      const [head, body] = response.split('\r\n\r\n');
+      return { statusLine: head!.split('\r\n')[0], head: head!, body: JSON.parse(body!) as Record<string, unknown> };
+    };
+
+    const long = parse(await raw(`GET /api/v1/agents?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    expect(long.statusLine).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect(long.head.split('\r\n')).toContain('Content-Type: application/problem+json');
+    expect(long.body).toMatchObject({ type: expect.stringMatching(/\/errors\/headers-too-large$/), title: 'Request headers too large', status: 431 });
+    expect(long.body['traceId']).toMatch(/^trace_/);
+    expect(long.head.split('\r\n')).toContain(`X-Request-Id: ${String(long.body['traceId'])}`);
+
+    const junk = parse(await raw('NOT HTTP AT ALL\r\n\r\n'));
+    expect(junk.statusLine).toBe('HTTP/1.1 400 Bad Request');
+    expect(junk.body).toMatchObject({ type: expect.stringMatching(/\/errors\/malformed-request$/), status: 400, detail: 'The request is not valid HTTP.' });
+
+    // The error pages exist for the new types.
+    expect((await t.app.inject({ method: 'GET', url: '/docs/errors/headers-too-large' })).statusCode).toBe(200);
+    // The server still serves requests after both.
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
   });
 });
