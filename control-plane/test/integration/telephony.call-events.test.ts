@@ -227,6 +227,16 @@ describe('a carrier event that cannot be stored', () => {
     expect((await rowsFor(sid)).map((r) => r.status)).toEqual(['completed']);
   });
 
+  it('keeps an event whose text Postgres cannot hold (a NUL, an unpaired surrogate) with U+FFFD in its place, Twilio and Vonage', async () => {
+    const uuid = randomUUID();
+    const vonage = await vonageEvent({ ...vonageBody(`${uuid}\u0000`, 'completed', '2026-11-25T21:00:00.000Z'), detail: 'remote\ud800' });
+    expect(vonage.statusCode).toBe(204);
+    expect(await rowsFor(`${uuid}\ufffd`)).toMatchObject([{ provider: 'vonage', status: 'completed', detail: 'remote\ufffd', conversation_id: null }]);
+    const sid = randomCallSid();
+    expect((await postTwilio(t.app, '/webhooks/twilio/status', twilioStatus(`${sid}\u0000`, 'busy'))).statusCode).toBe(204);
+    expect(await rowsFor(`${sid}\ufffd`)).toMatchObject([{ provider: 'twilio', status: 'busy', conversation_id: null }]);
+  });
+
   it('CarrierCallEventStore.record reports failed and logs a warning naming the call, without throwing', async () => {
     const warnings: Record<string, unknown>[] = [];
     const log = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(JSON.parse(line) as Record<string, unknown>) });

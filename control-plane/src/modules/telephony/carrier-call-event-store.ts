@@ -4,6 +4,7 @@ import { newId } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { carrierCallEvents } from '../../db/schema/carrier-call-events.js';
 import type { CarrierCallEventProvider } from '../../db/schema/carrier-call-events.js';
+import { storableText } from '../../db/storable-text.js';
 
 /** How long carrier call events are kept (housekeeping deletes older ones). */
 export const CARRIER_CALL_EVENT_RETENTION_DAYS = 90;
@@ -65,7 +66,9 @@ export class CarrierCallEventStore {
    * half-written). Never throws: the webhook answers the carrier the same either way, since
    * a 5xx would only make it send the event again while the database is down.
    */
-  async record(input: CarrierCallEventInput, log: FastifyBaseLogger): Promise<CarrierCallEventResult> {
+  async record(raw: CarrierCallEventInput, log: FastifyBaseLogger): Promise<CarrierCallEventResult> {
+    // Carrier text with a NUL or an unpaired surrogate is kept with U+FFFD (Postgres refuses both); such a call id matches no conversation.
+    const input = storableText(raw);
     const receivedAt = this.now();
     const occurredAt = parseCarrierTimestamp(input.timestamp) ?? receivedAt;
     try {

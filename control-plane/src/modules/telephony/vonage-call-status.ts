@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/database.js';
 import { conversations } from '../../db/schema/conversations.js';
 import { CarrierCallEventStore } from './carrier-call-event-store.js';
+import { unstorableTextReason } from '../../db/storable-text.js';
 
 /** Vonage call statuses after which the call is over (reference/telephony-vonage.md §4). */
 export const VONAGE_FINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'rejected', 'busy', 'cancelled', 'unanswered', 'timeout']);
@@ -77,7 +78,8 @@ export class VonageCallStatus {
     const base = { provider: 'vonage', callSid: uuid, callStatus: event.status, detail: event.detail, durationSec: event.duration };
     let row: { id: string; status: string } | undefined;
     try {
-      [row] = uuid
+      // A call id Postgres cannot hold (a NUL, an unpaired surrogate) is no call of ours.
+      [row] = uuid && unstorableTextReason(uuid) === null
         ? await this.db
             .select({ id: conversations.id, status: conversations.status })
             .from(conversations)
