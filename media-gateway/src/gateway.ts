@@ -19,6 +19,7 @@ import { OutboundPacer } from './twilio/pacer.js';
 import { mediaStreamClosed } from './twilio/twilio-leg.js';
 import { UpgradeRouter } from './upgrade-router.js';
 import { attachVonageMediaStreams } from './vonage/vonage-media-stream-server.js';
+import { gatewayClientError, registerGatewayProblems } from './http-problems.js';
 
 /**
  * The pacer serves its streams in 4 groups, 5 ms apart, each on its own 20 ms grid, rather than
@@ -66,7 +67,8 @@ export async function startMediaGateway(
     pipelineWorkerUrl?: URL;
   },
 ): Promise<MediaGateway> {
-  const app: FastifyInstance = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
+  const app: FastifyInstance = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), clientErrorHandler: gatewayClientError });
+  registerGatewayProblems(app);
   const invalidated = new Set<string>();
   const subs: BusSubscription[] = [
     deps.bus.subscribe('agentChanged', SUBJECTS.agentChanged.wildcard, ({ payload }) => {
@@ -143,14 +145,15 @@ export async function startMediaGateway(
     return reply.type(PROMETHEUS_CONTENT_TYPE).send(await metricsExposition(metrics.registry));
   });
   // Sandbox helpers for the call command and load tests: where the simulators listen (to
-  // script them) and what the gateway measured on a recent call. Loopback-only data.
+  // script them) and what the gateway measured on a recent call. Answered to peers on this
+  // machine only (http-problems.ts).
   // Real keys never leave the process: a live provider is listed without its key.
   app.get('/sandbox/providers', async () =>
     Object.fromEntries(Object.entries(providers.endpoints).map(([name, ep]) => [name, ep.simulated ? ep : { baseUrl: ep.baseUrl, simulated: false }])),
   );
   app.get<{ Params: { callSid: string } }>('/sandbox/calls/:callSid', async (req, reply) => {
     const s = sessions?.summary(req.params.callSid);
-    return s ?? reply.code(404).send({ callSid: req.params.callSid, message: 'No recent call with this id on this gateway' });
+    return s ?? reply.code(404).type('application/problem+json').send({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'No recent call with this id on this gateway.', callSid: req.params.callSid });
   });
   const close = async (): Promise<void> => {
     admission.close();

@@ -28,6 +28,34 @@ async function exercise(gatewayBus: Bus, controlPlaneBus: Bus): Promise<void> {
 }
 
 describe('media gateway', () => {
+  it('answers unknown routes and refused requests with problems, and the sandbox routes only to this machine', async () => {
+    const gw = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0' }), { bus: new InProcessBus(), logger });
+    try {
+      const missing = await fetch(`${gw.url}/nope?x=1`);
+      expect(missing.status).toBe(404);
+      expect(missing.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await missing.json()).toEqual({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'No route GET /nope on the media gateway.' });
+      const tooLong = await fetch(`${gw.url}/healthz?q=${'a'.repeat(20_000)}`);
+      expect(tooLong.status).toBe(431);
+      expect(await tooLong.json()).toMatchObject({ status: 431, detail: 'The request line and headers exceed 16 KiB.' });
+      // Simulator addresses and call summaries: for pnpm call and the load tests beside the platform, not for the carriers' side.
+      expect((await fetch(`${gw.url}/sandbox/providers`)).status).toBe(200);
+      const unknownCall = await fetch(`${gw.url}/sandbox/calls/CAnone`);
+      expect(unknownCall.status).toBe(404);
+      expect(await unknownCall.json()).toMatchObject({ status: 404, callSid: 'CAnone' });
+      for (const remoteAddress of ['203.0.113.7', '::ffff:10.0.0.2', '2001:db8::1']) {
+        const res = await gw.app.inject({ method: 'GET', url: '/sandbox/providers', remoteAddress });
+        expect(res.statusCode, remoteAddress).toBe(404);
+        expect(res.json()).toMatchObject({ status: 404, detail: 'No route GET /sandbox/providers on the media gateway.' });
+      }
+      for (const remoteAddress of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) expect((await gw.app.inject({ method: 'GET', url: '/sandbox/providers', remoteAddress })).statusCode, remoteAddress).toBe(200);
+      // Health stays public (load balancers probe it from elsewhere).
+      expect((await gw.app.inject({ method: 'GET', url: '/healthz', remoteAddress: '203.0.113.7' })).statusCode).toBe(200);
+    } finally {
+      await gw.close();
+    }
+  });
+
   it('serves health and drops cached agents the control plane changed (in-process bus)', async () => {
     const bus = new InProcessBus();
     await exercise(bus, bus);
