@@ -189,7 +189,9 @@ export async function main(
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const errOut = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
   try {
-    const { values } = parseArgs({ args: argv, options: { carrier: { type: 'string' }, to: { type: 'string' }, from: { type: 'string' }, 'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+    // `pnpm call -- --carrier telnyx` (npm's habit, and how the bench commands are written) passes the `--` on.
+    const args = argv[0] === '--' ? argv.slice(1) : argv;
+    const { values } = parseArgs({ args, options: { carrier: { type: 'string' }, to: { type: 'string' }, from: { type: 'string' }, 'api-key': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
     if (values.help) {
       out(USAGE);
       out(`  Calls a running platform (pnpm start) like the carrier would (default twilio). --to defaults to the sandbox number ${SANDBOX_PHONE_NUMBER} (Twilio's);`);

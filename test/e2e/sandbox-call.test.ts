@@ -133,10 +133,13 @@ describe('the sandbox call command (pnpm call) against a running platform', () =
     const bad = await run(['--carrier', 'plivo']);
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('Error: --carrier must be one of twilio, telnyx, vonage (got "plivo")');
-    const noTo = await run(['--carrier', 'telnyx']);
-    expect(noTo.code).toBe(1);
-    expect(noTo.err).toContain('--carrier telnyx needs --to: the sandbox number +15005550006 is a Twilio number');
-    expect(noTo.err).toContain('POST /api/v1/telephony/numbers');
+    // With or without the `--` npm users put before a script's options.
+    for (const args of [['--carrier', 'telnyx'], ['--', '--carrier', 'telnyx']]) {
+      const noTo = await run(args);
+      expect(noTo.code, args.join(' ')).toBe(1);
+      expect(noTo.err).toContain('--carrier telnyx needs --to: the sandbox number +15005550006 is a Twilio number');
+      expect(noTo.err).toContain('POST /api/v1/telephony/numbers');
+    }
   });
 
   it('says the platform is not running when nothing answers at PUBLIC_URL', async () => {
