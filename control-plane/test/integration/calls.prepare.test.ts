@@ -94,6 +94,9 @@ describe('call.prepare', () => {
     await vi.waitFor(() => expect(events.of(a.conversationId)).toHaveLength(1));
     await new Promise((r) => setTimeout(r, 50));
     expect(events.of(a.conversationId)).toHaveLength(1);
+    // The same call from another gateway (a duplicated stream) would be a second agent on the line.
+    expect(await t.bus.request('callPrepare', { ...req, gatewayId: newId('gw') })).toMatchObject({ ok: false, code: 'call-in-progress' });
+    expect((await rowOf(a.conversationId)).gateway_id).toBe(req.gatewayId);
   });
 
   it('refuses a prepare for a call whose conversation has ended, and changes nothing', async () => {

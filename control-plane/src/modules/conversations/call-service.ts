@@ -73,7 +73,8 @@ export class CallService {
   /**
    * Answers a gateway's `call.prepare`: checks the stream token (Telnyx), tenant and agent,
    * creates the conversation (idempotent on the provider's call id: a retry gets the same
-   * conversation while it is in progress; once it has ended, `call-ended`) and emits
+   * conversation while it is in progress, asked by the same gateway; from another gateway,
+   * `call-in-progress`; once it has ended, `call-ended`) and emits
    * `SessionStarted` once, then returns the agent to run with its decrypted LLM key.
    * The caller is the party the agent talks to: `from` inbound, `to` outbound.
    */
@@ -133,6 +134,10 @@ export class CallService {
       // The call's end record is stored: a session now would talk, bill its providers and have every message dropped.
       log.warn({ conversationId: row.id, status: row.status }, 'call.prepare for a call that has ended refused');
       return { ok: false, code: 'call-ended', message: `Call ${req.callSid} has ended (conversation ${row.id} is ${row.status}); a new stream cannot resume it.` };
+    } else if (row.gatewayId !== null && row.gatewayId !== req.gatewayId) {
+      // A retry comes from the gateway that asked first; a second stream elsewhere would be a second agent on one call.
+      log.warn({ conversationId: row.id, gatewayId: req.gatewayId, carriedBy: row.gatewayId }, 'call.prepare for a call in progress on another gateway refused');
+      return { ok: false, code: 'call-in-progress', message: `Call ${req.callSid} is in progress on another gateway (conversation ${row.id}).` };
     } else {
       log.info({ conversationId: row.id }, 'call.prepare retried; same conversation');
     }
