@@ -97,6 +97,10 @@ describe('call.prepare', () => {
     // The same call from another gateway (a duplicated stream) would be a second agent on the line.
     expect(await t.bus.request('callPrepare', { ...req, gatewayId: newId('gw') })).toMatchObject({ ok: false, code: 'call-in-progress' });
     expect((await rowOf(a.conversationId)).gateway_id).toBe(req.gatewayId);
+    // The same carrier call id for another tenant's agent is refused (answered, not a failed request), the conversation untouched.
+    const foreign = await activeAgent(t.app, other.key);
+    expect(await t.bus.request('callPrepare', { ...req, tenantId: other.tenantId, agentId: foreign.id })).toMatchObject({ ok: false, code: 'call-id-conflict' });
+    expect(await rowOf(a.conversationId)).toMatchObject({ tenant_id: tenant.tenantId, agent_id: agent.id, status: 'in_progress' });
   });
 
   it('refuses a prepare for a call whose conversation has ended, and changes nothing', async () => {

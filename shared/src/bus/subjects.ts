@@ -291,7 +291,7 @@ export const REQUESTS = {
         agent: callAgentSchema,
         caller: callerSchema,
       }),
-      z.object({ ok: z.literal(false), code: z.enum(['agent-not-found', 'agent-inactive', 'tenant-suspended', 'stream-unauthenticated', 'call-ended', 'call-in-progress']), message: z.string() }),
+      z.object({ ok: z.literal(false), code: z.enum(['agent-not-found', 'agent-inactive', 'tenant-suspended', 'stream-unauthenticated', 'call-ended', 'call-in-progress', 'call-id-conflict']), message: z.string() }),
     ]),
   },
   /**

@@ -125,7 +125,7 @@ export class CallService {
     if (row.tenantId !== req.tenantId || row.agentId !== req.agentId) {
       // The same carrier call id for another tenant or agent: a gateway bug or a forged request.
       log.error({ conversationId: row.id }, 'call id already belongs to another conversation');
-      throw new Error('call id already belongs to another conversation');
+      return { ok: false, code: 'call-id-conflict', message: `Call id ${req.callSid} of ${req.provider} already belongs to another tenant's or agent's conversation.` };
     }
     if (created) {
       log.info({ conversationId: row.id, gatewayId: req.gatewayId }, 'call started');
