@@ -81,6 +81,18 @@ describe('POST /api/v1/telephony/numbers', () => {
     expect(await storedRows('+14155550100')).toHaveLength(1);
   });
 
+  it('answers 409, not the carrier\'s refusal, to purchases of a number made while one is at the carrier: one 201, the carrier asked once', async () => {
+    const buys = () => w.sims.twilio.requestsTo('POST', /IncomingPhoneNumbers\.json$/).length;
+    const before = buys();
+    const all = await Promise.all(Array.from({ length: 8 }, () => provision(w, { phoneNumber: '+14155550106', provider: 'twilio' })));
+    expect(all.map((r) => r.statusCode).sort()).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
+    for (const r of all.filter((x) => x.statusCode === 409)) {
+      expect(r.json()).toMatchObject({ type: expect.stringMatching(/\/errors\/conflict$/), detail: expect.stringMatching(/^The number \+14155550106 is (being provisioned by another request|already provisioned in this account)/) });
+    }
+    expect(buys()).toBe(before + 1);
+    expect(await storedRows('+14155550106')).toHaveLength(1);
+  });
+
   it('answers 502 when the carrier refuses the purchase, and stores nothing', async () => {
     w.sims.twilio.numbers.buy('+14155550102', { sid: 'PN' + 'f'.repeat(32), friendlyName: 'x', voiceUrl: null, voiceMethod: 'POST', statusCallback: null, smsUrl: null });
     const res = await provision(w, { phoneNumber: '+14155550102', provider: 'twilio' });

@@ -144,6 +144,14 @@ export class PhoneNumberService {
    */
   async provision(p: Principal, input: ProvisionNumberInput) {
     const carrier = this.carrier(input.provider);
+    // A second purchase of the number while one is at the carrier (a double click, a retry) is a
+    // conflict, as it will be once the first is stored, rather than a carrier refusal (502).
+    const locked = await this.deps.repo.withPurchaseLock(input.phoneNumber, () => this.provisionLocked(p, input, carrier));
+    if (locked.busy) throw new AppError('conflict', `The number ${input.phoneNumber} is being provisioned by another request.`);
+    return locked.value;
+  }
+
+  private async provisionLocked(p: Principal, input: ProvisionNumberInput, carrier: ReturnType<PhoneNumberService['carrier']>) {
     const held = await this.deps.repo.findHeld(input.phoneNumber);
     if (held) throw new AppError('conflict', held.tenantId === p.tenantId ? `The number ${input.phoneNumber} is already provisioned in this account (${held.id}).` : `The number ${input.phoneNumber} is already provisioned.`);
     await this.checkNumberLimit(p.tenantId);
