@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isId } from '@vap/shared';
 import { VONAGE_SIM_APPLICATION_ID } from '../../src/modules/telephony/providers/simulators.js';
 import { TELEPHONY_ENV } from '../telephony-fixtures.js';
+import { call } from '../helpers.js';
 import { numbersWorld, provision } from '../telephony-numbers-fixtures.js';
 
 const w = numbersWorld();
@@ -91,6 +92,15 @@ describe('POST /api/v1/telephony/numbers', () => {
     }
     expect(buys()).toBe(before + 1);
     expect(await storedRows('+14155550106')).toHaveLength(1);
+  });
+
+  it('takes purchases of more different numbers at once than the database pool has connections (5 here)', async () => {
+    const forSale = async (provider: string, country: string): Promise<string[]> =>
+      (await call(w.t.app, w.tenant.key, 'GET', `/api/v1/telephony/numbers/search?provider=${provider}&country=${country}&limit=4`)).json().numbers.map((n: { phoneNumber: string }) => n.phoneNumber);
+    const wanted = [...(await forSale('vonage', 'US')).map((n) => ['vonage', n] as const), ...(await forSale('telnyx', 'US')).map((n) => ['telnyx', n] as const)];
+    expect(wanted.length).toBeGreaterThan(5);
+    const all = await Promise.all(wanted.map(([provider, phoneNumber]) => provision(w, { phoneNumber, provider })));
+    expect(all.map((r) => r.statusCode)).toEqual(wanted.map(() => 201));
   });
 
   it('answers 502 when the carrier refuses the purchase, and stores nothing', async () => {

@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, getTableColumns, isNull, or, sql } from 'drizzle-orm';
-import type pg from 'pg';
+import pg from 'pg';
 import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -74,29 +74,20 @@ export class PhoneNumberRepository {
    * Runs `fn` while holding the purchase lock of `phoneNumber` (a Postgres advisory lock, so every
    * control plane sharing the database sees it), or returns `busy` at once when another request
    * holds it: two purchases of one number never reach the carrier together. The lock lives on a
-   * connection of its own for the length of `fn` (a carrier call); waiting for it instead would let
-   * waiters hold every pooled connection while the holder needs one.
+   * connection of its own, outside the pool, for the length of `fn` (a carrier call): held on a
+   * pooled one, as many purchases as the pool has connections would leave `fn` none to run on.
+   * Closing that connection releases the lock whatever happened.
    */
   async withPurchaseLock<T>(phoneNumber: string, fn: () => Promise<T>): Promise<{ busy: true } | { busy: false; value: T }> {
-    const client = await (this.db as Db & { $client: pg.Pool }).$client.connect();
-    const key = `phone-number purchase:${phoneNumber}`;
-    let broken = false;
+    const client = new pg.Client((this.db as Db & { $client: pg.Pool }).$client.options);
+    client.on('error', () => undefined);
     try {
-      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock(hashtextextended($1, 0)) as locked', [key]);
-      if (!rows[0]?.locked) return { busy: true };
-      try {
-        return { busy: false, value: await fn() };
-      } finally {
-        await client.query('select pg_advisory_unlock(hashtextextended($1, 0))', [key]).catch(() => {
-          // Closing the session releases its lock.
-          broken = true;
-        });
-      }
-    } catch (err) {
-      broken = true;
-      throw err;
+      await client.connect();
+      const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock(hashtextextended($1, 0)) as locked', [`phone-number purchase:${phoneNumber}`]);
+      if (rows[0]?.locked !== true) return { busy: true };
+      return { busy: false, value: await fn() };
     } finally {
-      client.release(broken);
+      await client.end().catch(() => undefined);
     }
   }
 
