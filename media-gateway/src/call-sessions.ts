@@ -125,6 +125,7 @@ export class CallSessions {
     });
 
     const summary: CallSummary = { callSid: leg.callSid, conversationId: null, status: 'rejected', endReason: null, turnMetrics: [], bargeInReactionMs: [], providers: [] };
+    const earlier = this.recent.get(leg.callSid);
     this.remember(summary);
     if (!p['agentId'] || !p['tenantId']) {
       log.warn('media stream without agentId/tenantId parameters; hanging up');
@@ -162,6 +163,15 @@ export class CallSessions {
       return;
     }
     const { conversationId, agent } = prepared;
+    if (this.active.has(conversationId)) {
+      // The control plane hands a retry from this gateway the same conversation: a second stream of a call
+      // this gateway already carries (a duplicated stream) must not put a second agent on the line.
+      log.warn({ conversationId }, 'a second stream for a call this gateway already carries; hanging it up');
+      if (earlier) this.remember(earlier);
+      await leg.hangup();
+      return;
+    }
+    // From here to `this.active.set` nothing awaits, so no other stream of this call can pass the check meanwhile.
     const tenantId = agent.tenantId;
     summary.conversationId = conversationId;
     summary.status = 'in_progress';

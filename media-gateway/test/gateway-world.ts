@@ -28,14 +28,15 @@ export function bistroAgent(overrides: Partial<z.input<typeof agentConfigSchema>
 
 /**
  * Answers `callPrepare` as the control plane would for the agents in `agents` (looked up when
- * the call comes in): a new conversation per call, kept in `conversations` by callSid.
+ * the call comes in): a conversation per call id, kept in `conversations` by callSid.
  */
 export function standInControlPlane(bus: Bus, agents: ReadonlyMap<string, AgentConfig>): { conversations: Map<string, string>; subscription: BusSubscription } {
   const conversations = new Map<string, string>();
   const subscription = bus.respond('callPrepare', async (req) => {
     const config = agents.get(req.agentId);
     if (!config) return { ok: false, code: 'agent-not-found', message: 'unknown agent' };
-    const conversationId = newId('conv');
+    // As the control plane: the same call id gets the same conversation.
+    const conversationId = conversations.get(req.callSid) ?? newId('conv');
     conversations.set(req.callSid, conversationId);
     return { ok: true, conversationId, startedAt: new Date().toISOString(), agent: { id: req.agentId, tenantId: req.tenantId, version: 1, config, llmApiKey: null }, caller: { phoneNumber: req.from, country: 'US' } };
   });
