@@ -23,12 +23,11 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
  * What a text frame received before the leg exists amounts to: the leg; `unsupported`, a
  * start in a media format the gateway cannot take (closed 1003, counted as
  * `unsupported-format`); `refused`, a start that lacks what the carrier always sends (closed
- * 1008 with `reason`, counted as `bad-handshake`; {@link parseBeforeStart} makes one of a start
- * that breaks the carrier's schema); or null, nothing yet. The fields are logged.
+ * 1008 with `reason`, counted as `bad-handshake`); or null, nothing yet. The fields are logged.
  */
 export type HandshakeStep<L> = { leg: L } | { unsupported: Record<string, unknown> } | { refused: Record<string, unknown>; reason: string } | null;
 
-export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
+export interface MediaStreamEndpointOptions<L extends PacedCallLeg, M> {
   /** The path this endpoint claims (the query string is ignored by the router). */
   path: string;
   /** Bound to the carrier (`provider`). */
@@ -40,12 +39,21 @@ export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
    * nothing (Telnyx), every upgrade is accepted.
    */
   authorize?: ((req: IncomingMessage) => boolean | { refused: string }) | string;
+  /** The carrier's reader of a text frame: the message, or null after `onReject` said why. */
+  parse: (text: string, onReject: (reason: string, detail: string) => void) => M | null;
   /**
-   * A text frame before the leg exists: its `start` → the new leg; a `start` the gateway
-   * cannot take → `unsupported` or `refused` (see {@link HandshakeStep}); anything else →
-   * null (ignored, the handshake goes on).
+   * The `event` of the carrier's start message. A frame with this event that `parse` refuses is
+   * refused at once (1008 `invalid start`, counted as `bad-handshake`, the field at fault in the
+   * warning) rather than left silent until the handshake timeout and logged as if no start had
+   * come; any other frame `parse` refuses is logged at debug and ignored.
    */
-  handshake: (text: string, ws: WebSocket, req: IncomingMessage) => HandshakeStep<L>;
+  startEvent: string;
+  /**
+   * A message read before the leg exists: its start → the new leg; a start the gateway cannot
+   * take → `unsupported` or `refused` (see {@link HandshakeStep}); anything else → null
+   * (ignored, the handshake goes on).
+   */
+  handshake: (message: M, ws: WebSocket, req: IncomingMessage) => HandshakeStep<L>;
   /** A stream passed its handshake. The callee owns the leg from here. */
   onCall: (leg: L) => void;
   /** Time allowed between the upgrade and `start`, ms. Default 10 000. */
@@ -55,27 +63,6 @@ export interface MediaStreamEndpointOptions<L extends PacedCallLeg> {
    * `Retry-After`, counted with its reason (`admission.ts`). Absent: every call is taken.
    */
   admit?: () => AdmissionRefusal | null;
-}
-
-/** A start the carrier sent that cannot be read: refused (1008, counted as `bad-handshake`) with the field at fault. */
-export type InvalidStart = { refused: { detail: string }; reason: 'invalid start' };
-
-/**
- * Parses a text frame received before the leg exists with the carrier's `parse`. A frame
- * whose `event` is the carrier's start (`startEvent`) but which breaks its schema comes back
- * with an {@link InvalidStart}, so the stream is refused at once saying which field is wrong,
- * rather than left silent until the handshake timeout and logged as if no start had come (a
- * carrier that changed a field would otherwise show only "sent no start in time"). Any other
- * frame that cannot be read is logged at debug and ignored: the handshake goes on.
- */
-export function parseBeforeStart<M>(text: string, startEvent: string, parse: (text: string, onReject: (reason: string, detail: string) => void) => M | null, log: Logger): { message: M | null; invalid: InvalidStart | null } {
-  let rejected: string | undefined;
-  const msg = parse(text, (reason, detail) => {
-    rejected = detail;
-    log.debug({ reason, detail }, 'message before start ignored');
-  });
-  if (msg !== null || rejected === undefined || eventOf(text) !== startEvent) return { message: msg, invalid: null };
-  return { message: null, invalid: { refused: { detail: rejected }, reason: 'invalid start' } };
 }
 
 /** The `event` of a JSON text frame, if it has a string one (only read for frames already rejected). */
@@ -104,7 +91,7 @@ export interface MediaStreamEndpoint {
  * {@link UpgradeRouter}, or a bare server (a router of its own is made, which answers any
  * other path 404).
  */
-export function attachMediaStreamEndpoint<L extends PacedCallLeg>(target: Server | UpgradeRouter, opts: MediaStreamEndpointOptions<L>): MediaStreamEndpoint {
+export function attachMediaStreamEndpoint<L extends PacedCallLeg, M>(target: Server | UpgradeRouter, opts: MediaStreamEndpointOptions<L, M>): MediaStreamEndpoint {
   const ownRouter = target instanceof UpgradeRouter ? undefined : new UpgradeRouter(target);
   const router = ownRouter ?? (target as UpgradeRouter);
   const log = opts.log;
@@ -138,6 +125,18 @@ export function attachMediaStreamEndpoint<L extends PacedCallLeg>(target: Server
     wss.handleUpgrade(req, socket, head, (ws) => handshake(ws, req));
   }
 
+  /** One text frame before the leg exists, as a {@link HandshakeStep} (see `parse` and `startEvent`). */
+  function readHandshakeStep(text: string, ws: WebSocket, req: IncomingMessage): HandshakeStep<L> {
+    let rejected: string | undefined;
+    const message = opts.parse(text, (reason, detail) => {
+      rejected = detail;
+      log.debug({ reason, detail }, 'message before start ignored');
+    });
+    if (message !== null) return opts.handshake(message, ws, req);
+    if (rejected !== undefined && eventOf(text) === opts.startEvent) return { refused: { detail: rejected }, reason: 'invalid start' };
+    return null;
+  }
+
   /** Read messages until `start`; anything else before it is ignored. */
   function handshake(ws: WebSocket, req: IncomingMessage): void {
     handshaking.add(ws);
@@ -149,7 +148,7 @@ export function attachMediaStreamEndpoint<L extends PacedCallLeg>(target: Server
     }, handshakeTimeoutMs);
     const onMessage = (data: RawData, isBinary: boolean): void => {
       if (isBinary) return;
-      const step = opts.handshake(data.toString(), ws, req);
+      const step = readHandshakeStep(data.toString(), ws, req);
       if (!step) return;
       cleanup();
       if ('unsupported' in step) {

@@ -6,12 +6,13 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { AdmissionRefusal } from '../admission.js';
-import { attachMediaStreamEndpoint, parseBeforeStart } from '../media-stream-endpoint.js';
+import { attachMediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { MediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { OutboundPacer } from '../twilio/pacer.js';
 import type { UpgradeRouter } from '../upgrade-router.js';
 import { isSupportedTelnyxFormat, parseTelnyxMessage } from './serializer.js';
 import { TelnyxLeg } from './telnyx-leg.js';
+import type { TelnyxInbound } from './wire.js';
 
 /** Path of the stream URL the control plane puts in the TeXML `<Stream url>` (MEDIA_STREAM_PATHS.telnyx). */
 export const TELNYX_MEDIA_STREAM_PATH = '/api/v1/webhooks/telnyx/media-stream';
@@ -37,16 +38,16 @@ export interface TelnyxMediaStreamsOptions {
  */
 export function attachTelnyxMediaStreams(target: Server | UpgradeRouter, opts: TelnyxMediaStreamsOptions): MediaStreamEndpoint {
   const log = opts.logger.child({ provider: 'telnyx' });
-  return attachMediaStreamEndpoint<TelnyxLeg>(target, {
+  return attachMediaStreamEndpoint<TelnyxLeg, TelnyxInbound>(target, {
     path: TELNYX_MEDIA_STREAM_PATH,
     log,
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
     ...(opts.admit ? { admit: opts.admit } : {}),
     onCall: opts.onCall,
-    handshake: (text, ws, req) => {
-      const { message: msg, invalid } = parseBeforeStart(text, 'start', parseTelnyxMessage, log);
-      if (invalid) return invalid;
-      if (!msg || msg.event !== 'start') return null;
+    parse: parseTelnyxMessage,
+    startEvent: 'start',
+    handshake: (msg, ws, req) => {
+      if (msg.event !== 'start') return null;
       if (!isSupportedTelnyxFormat(msg.start.media_format)) return { unsupported: { mediaFormat: msg.start.media_format, callControlId: msg.start.call_control_id } };
       const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
       return { leg: new TelnyxLeg({ socket: ws, start: msg, query, pacer: opts.pacer, logger: opts.logger }) };

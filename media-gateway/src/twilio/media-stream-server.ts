@@ -6,12 +6,13 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
 import { validateTwilioSignature } from '@vap/shared';
 import type { AdmissionRefusal } from '../admission.js';
-import { attachMediaStreamEndpoint, parseBeforeStart } from '../media-stream-endpoint.js';
+import { attachMediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { MediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { UpgradeRouter } from '../upgrade-router.js';
 import type { OutboundPacer } from './pacer.js';
 import { isSupportedMediaFormat, parseTwilioMessage } from './serializer.js';
 import { TwilioLeg } from './twilio-leg.js';
+import type { TwilioInbound } from './wire.js';
 
 /** Path of the stream URL the control plane puts in `<Stream url>`; its query string never arrives (§1). */
 export const TWILIO_MEDIA_STREAM_PATH = '/api/v1/webhooks/twilio/media-stream';
@@ -59,17 +60,17 @@ export function attachTwilioMediaStreams(target: Server | UpgradeRouter, opts: T
     return candidates.some((url) => validateTwilioSignature({ authToken, url, signature }));
   }
 
-  return attachMediaStreamEndpoint<TwilioLeg>(target, {
+  return attachMediaStreamEndpoint<TwilioLeg, TwilioInbound>(target, {
     path: TWILIO_MEDIA_STREAM_PATH,
     log,
     authorize: opts.authToken ? signatureOk.bind(null, opts.authToken) : 'no Twilio auth token configured: media stream upgrades are accepted without a signature check (sandbox)',
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
     ...(opts.admit ? { admit: opts.admit } : {}),
     onCall: opts.onCall,
-    handshake: (text, ws) => {
-      const { message: msg, invalid } = parseBeforeStart(text, 'start', parseTwilioMessage, log);
-      if (invalid) return invalid;
-      if (!msg || msg.event !== 'start') return null;
+    parse: parseTwilioMessage,
+    startEvent: 'start',
+    handshake: (msg, ws) => {
+      if (msg.event !== 'start') return null;
       if (!isSupportedMediaFormat(msg.start.mediaFormat)) return { unsupported: { mediaFormat: msg.start.mediaFormat, callSid: msg.start.callSid } };
       return { leg: new TwilioLeg({ socket: ws, start: msg, pacer: opts.pacer, logger: opts.logger }) };
     },

@@ -7,12 +7,13 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Logger } from 'pino';
 import { verifyVonageWebhook, vonageBearerToken } from '@vap/shared';
 import type { AdmissionRefusal } from '../admission.js';
-import { attachMediaStreamEndpoint, parseBeforeStart } from '../media-stream-endpoint.js';
+import { attachMediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { MediaStreamEndpoint } from '../media-stream-endpoint.js';
 import type { OutboundPacer } from '../twilio/pacer.js';
 import type { UpgradeRouter } from '../upgrade-router.js';
 import { VonageLeg } from './vonage-leg.js';
 import { isL16At16k, parseVonageMessage } from './wire.js';
+import type { VonageInbound } from './wire.js';
 
 /** Path of the WebSocket URI the control plane puts in the NCCO (`MEDIA_STREAM_PATHS.vonage`). */
 export const VONAGE_MEDIA_STREAM_PATH = '/api/v1/webhooks/vonage/media-stream';
@@ -56,17 +57,17 @@ export function attachVonageMediaStreams(target: Server | UpgradeRouter, opts: V
     return check.ok ? true : { refused: check.reason };
   }
 
-  return attachMediaStreamEndpoint<VonageLeg>(target, {
+  return attachMediaStreamEndpoint<VonageLeg, VonageInbound>(target, {
     path: VONAGE_MEDIA_STREAM_PATH,
     log,
     authorize: opts.signatureSecret ? signedJwt.bind(null, opts.signatureSecret) : 'no Vonage signature secret configured: WebSocket upgrades are accepted without a check (sandbox)',
     handshakeTimeoutMs: opts.handshakeTimeoutMs,
     ...(opts.admit ? { admit: opts.admit } : {}),
     onCall: opts.onCall,
-    handshake: (text, ws) => {
-      const { message: msg, invalid } = parseBeforeStart(text, 'websocket:connected', parseVonageMessage, log);
-      if (invalid) return invalid;
-      if (!msg || msg.event !== 'websocket:connected') return null;
+    parse: parseVonageMessage,
+    startEvent: 'websocket:connected',
+    handshake: (msg, ws) => {
+      if (msg.event !== 'websocket:connected') return null;
       if (!isL16At16k(msg.contentType)) return { unsupported: { contentType: msg.contentType, callSid: msg.headers['callSid'] } };
       // Refused (1008, counted as bad-handshake): the handshake lacks what the NCCO always sends.
       if (!msg.headers['callSid']) return { refused: { headers: Object.keys(msg.headers) }, reason: 'missing callSid header' };
