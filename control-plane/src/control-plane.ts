@@ -130,7 +130,7 @@ export async function startControlPlane(config: ControlPlaneConfig, deps: { bus:
       intervalMs: config.housekeepingIntervalMs,
     });
     const url = await app.listen({ host: config.host, port: config.port });
-    const admin = await startAdminServer(config, { database, logger: log, telephony }).catch(async (err: unknown) => {
+    const admin = await startAdminServer(config, { database, logger: log, telephony, secrets }).catch(async (err: unknown) => {
       await app.close();
       throw err;
     });

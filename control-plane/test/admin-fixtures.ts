@@ -5,7 +5,8 @@ import type { Database } from '../src/db/database.js';
 import { ControlPlaneMetrics } from '../src/modules/metrics/control-plane-metrics.js';
 import { createTelephonyProviders } from '../src/modules/telephony/providers/index.js';
 import type { TelephonyProviders } from '../src/modules/telephony/providers/index.js';
-import { testConfig } from './helpers.js';
+import { SecretBox } from '../src/secret-box.js';
+import { TEST_SECRET_KEY, testConfig } from './helpers.js';
 
 export const ADMIN_TOKEN = 'admin-test-token-0123456789abcdef';
 
@@ -16,7 +17,7 @@ export const ADMIN_TOKEN = 'admin-test-token-0123456789abcdef';
 export async function createAdminApp(database: Database, env: Record<string, string> = {}, deps: { telephony?: TelephonyProviders } = {}): Promise<FastifyInstance> {
   const config = testConfig({ ADMIN_TOKEN, ...env });
   const telephony = deps.telephony ?? createTelephonyProviders(config.carrierApis, { errors: new ControlPlaneMetrics().telephonyApiErrors });
-  const app = await buildAdminApp(config, { database, logger: pino({ level: 'silent' }), token: ADMIN_TOKEN, telephony });
+  const app = await buildAdminApp(config, { database, logger: pino({ level: 'silent' }), token: ADMIN_TOKEN, telephony, secrets: new SecretBox(TEST_SECRET_KEY) });
   await app.ready();
   return app;
 }

@@ -19,7 +19,7 @@ import { OutboundPacer } from './twilio/pacer.js';
 import { mediaStreamClosed } from './twilio/twilio-leg.js';
 import { UpgradeRouter } from './upgrade-router.js';
 import { attachVonageMediaStreams } from './vonage/vonage-media-stream-server.js';
-import { gatewayClientError, registerGatewayProblems } from './http-problems.js';
+import { gatewayClientError, registerGatewayProblems, sendGatewayProblem } from './http-problems.js';
 
 /**
  * The pacer serves its streams in 4 groups, 5 ms apart, each on its own 20 ms grid, rather than
@@ -153,7 +153,7 @@ export async function startMediaGateway(
   );
   app.get<{ Params: { callSid: string } }>('/sandbox/calls/:callSid', async (req, reply) => {
     const s = sessions?.summary(req.params.callSid);
-    return s ?? reply.code(404).type('application/problem+json').send({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'No recent call with this id on this gateway.', callSid: req.params.callSid });
+    return s ?? sendGatewayProblem(reply, 404, 'No recent call with this id on this gateway.', { callSid: req.params.callSid });
   });
   const close = async (): Promise<void> => {
     admission.close();

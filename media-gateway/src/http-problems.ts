@@ -16,9 +16,19 @@ export function isLoopbackAddress(address: string | undefined): boolean {
   return address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
 }
 
+/** The gateway's problem documents carry no catalogue type: `about:blank`, titled by the status (RFC 7807 §4.2). */
+function problem(status: number, detail: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { type: 'about:blank', title: STATUS_CODES[status], status, detail, ...extra };
+}
+
+/** Answers `reply` with a {@link problem}. */
+export function sendGatewayProblem(reply: FastifyReply, status: number, detail: string, extra?: Record<string, unknown>): FastifyReply {
+  return reply.code(status).type(PROBLEM).send(problem(status, detail, extra));
+}
+
 function notFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
   const path = req.url.split('?')[0] ?? '';
-  return reply.code(404).type(PROBLEM).send({ type: 'about:blank', title: 'Not Found', status: 404, detail: `No route ${req.method} ${path.slice(0, 200)} on the media gateway.` });
+  return sendGatewayProblem(reply, 404, `No route ${req.method} ${path.slice(0, 200)} on the media gateway.`);
 }
 
 /**
@@ -38,7 +48,7 @@ export function gatewayClientError(err: NodeJS.ErrnoException, socket: Socket): 
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, detail] =
     err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'The request line and headers exceed 16 KiB.'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'The request did not arrive in full in time.'] : [400, 'The request is not valid HTTP.'];
-  const body = JSON.stringify({ type: 'about:blank', title: STATUS_CODES[status], status, detail });
+  const body = JSON.stringify(problem(status, detail));
   if (socket.writable) socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: ${PROBLEM}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   socket.destroy(err);
 }

@@ -16,14 +16,14 @@ import { CallInspector } from './call-inspector.js';
 import { debugRoutes } from './debug-routes.js';
 import type { TelephonyProviders } from '../modules/telephony/providers/index.js';
 import { StreamTokens } from '../modules/telephony/stream-token.js';
-import { loadSecretKey, SecretBox } from '../secret-box.js';
+import type { SecretBox } from '../secret-box.js';
 
 /**
  * The admin API (`{admin_base_url}` in the spec): a separate listener on ADMIN_HOST:ADMIN_PORT
  * so it can stay off the public network, with the same problem+json errors as the main API.
  * Every request needs the admin bearer token.
  */
-export async function buildAdminApp(config: ControlPlaneConfig, deps: { database: Database; logger: Logger; token: string; telephony: TelephonyProviders }): Promise<FastifyInstance> {
+export async function buildAdminApp(config: ControlPlaneConfig, deps: { database: Database; logger: Logger; token: string; telephony: TelephonyProviders; secrets: SecretBox }): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: 64 * 1024,
@@ -48,8 +48,8 @@ export async function buildAdminApp(config: ControlPlaneConfig, deps: { database
   app.addHook('onRequest', adminAuth(deps.token));
 
   // Carriers: the control plane's (simulators in development without keys); default the configured ones, counted apart.
-  // The simulator's Telnyx answer carries a stream token like the real one; the key is the control plane's (SECRET_ENCRYPTION_KEY or DATA_DIR/secret.key).
-  const streamTokens = new StreamTokens(new SecretBox(loadSecretKey(config.secretEncryptionKey, config.dataDir, config.appEnv)));
+  // The simulator's Telnyx answer carries a stream token like the real one, keyed as the control plane's.
+  const streamTokens = new StreamTokens(deps.secrets);
   await app.register(debugRoutes, { prefix: '/api/v1', appEnv: config.appEnv, inspector: new CallInspector(deps.database.db), telephony: deps.telephony, db: deps.database.db, streamTokens });
   return app;
 }
@@ -69,14 +69,14 @@ export interface AdminServer {
  * without ADMIN_TOKEN): an admin API is better absent than open or on a generated secret
  * nobody can read.
  */
-export async function startAdminServer(config: ControlPlaneConfig, deps: { database: Database; logger: Logger; telephony: TelephonyProviders }): Promise<AdminServer | null> {
+export async function startAdminServer(config: ControlPlaneConfig, deps: { database: Database; logger: Logger; telephony: TelephonyProviders; secrets: SecretBox }): Promise<AdminServer | null> {
   const log = deps.logger.child({ service: 'admin' });
   const admin = loadAdminToken(config.admin.token, config.dataDir, config.appEnv);
   if (!admin) {
     log.warn('ADMIN_TOKEN is not set: the admin API (telephony debug) is not started');
     return null;
   }
-  const app = await buildAdminApp(config, { database: deps.database, logger: log, token: admin.token, telephony: deps.telephony });
+  const app = await buildAdminApp(config, { database: deps.database, logger: log, token: admin.token, telephony: deps.telephony, secrets: deps.secrets });
   const url = await app.listen({ host: config.admin.host, port: config.admin.port });
   log.info({ url, tokenSource: admin.source }, 'admin API listening');
   return { app, url, tokenSource: admin.source, close: () => app.close() };

@@ -2,9 +2,9 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { unstorableTextReason } from '../db/storable-text.js';
-import { ERROR_CATALOGUE, newId } from '@vap/shared';
+import { newId } from '@vap/shared';
 import type { ErrorSlug, FieldError } from '@vap/shared';
-import { PROBLEM_CONTENT_TYPE, sendProblem } from './problem.js';
+import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './problem.js';
 import { RequestValidationError } from './validation.js';
 
 /** At most this many fields are named in one answer. */
@@ -123,10 +123,10 @@ export function clientErrorProblem(this: FastifyInstance, err: NodeJS.ErrnoExcep
   // A reset connection has nobody to answer.
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const { slug, detail } = CLIENT_ERRORS[err.code ?? ''] ?? { slug: 'malformed-request' as const, detail: 'The request is not valid HTTP.' };
-  const status = ERROR_CATALOGUE[slug].status;
-  const traceId = newId('trace');
+  const problem = problemBody(this.docsUrl, slug, detail, newId('trace'));
+  const { status, traceId } = problem;
   this.log.info({ traceId, code: err.code, status }, 'request refused by the HTTP parser');
-  const body = JSON.stringify({ type: `${this.docsUrl}/errors/${slug}`, title: ERROR_CATALOGUE[slug].title, status, detail, traceId });
+  const body = JSON.stringify(problem);
   if (socket.writable) {
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${traceId}\r\n\r\n${body}`);
   }

@@ -24,17 +24,15 @@ export function problemResponses<const S extends number>(...statuses: S[]): Reco
   return Object.fromEntries(statuses.map((s) => [s, problemSchema])) as Record<S, typeof problemSchema>;
 }
 
-export function sendProblem(req: FastifyRequest, reply: FastifyReply, slug: ErrorSlug, detail: string, errors?: FieldError[]): FastifyReply {
+/** The problem document of `slug` (its type under `docsUrl`, title and status from the catalogue). */
+export function problemBody(docsUrl: string, slug: ErrorSlug, detail: string, traceId: string, errors?: FieldError[]): Problem {
   const entry = ERROR_CATALOGUE[slug];
-  const body: Problem = {
-    type: `${req.server.docsUrl}/errors/${slug}`,
-    title: entry.title,
-    status: entry.status,
-    detail,
-    traceId: String(req.id),
-    ...(errors && errors.length > 0 ? { errors } : {}),
-  };
-  return reply.code(entry.status).type(PROBLEM_CONTENT_TYPE).send(body);
+  return { type: `${docsUrl}/errors/${slug}`, title: entry.title, status: entry.status, detail, traceId, ...(errors && errors.length > 0 ? { errors } : {}) };
+}
+
+export function sendProblem(req: FastifyRequest, reply: FastifyReply, slug: ErrorSlug, detail: string, errors?: FieldError[]): FastifyReply {
+  const body = problemBody(req.server.docsUrl, slug, detail, String(req.id), errors);
+  return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body);
 }
 
 const FASTIFY_CLIENT_ERRORS: Record<string, { slug: ErrorSlug; detail: string }> = {
