@@ -5,6 +5,7 @@ import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import * as schema from './schema/index.js';
 import { StatementNames, namingClient } from './statement-names.js';
+import { installTransactionFix } from './transaction-fix.js';
 
 export type Db = NodePgDatabase<typeof schema>;
 
@@ -24,6 +25,10 @@ export function openDatabase(url: string, poolSize: number): Database {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000, Client: namingClient(new StatementNames()) });
   // An idle client that loses its server emits 'error'; without a listener that kills the process.
   pool.on('error', () => undefined);
+  // So does a checked-out one (a transaction between two queries when the connection drops): its
+  // queries fail on their own and the pool drops it when it comes back, so the event says nothing new.
+  pool.on('connect', (client) => void client.on('error', () => undefined));
+  installTransactionFix();
   const db = drizzle(pool, { schema });
   return { pool, db, close: () => pool.end() };
 }

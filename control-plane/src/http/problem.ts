@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { z } from 'zod';
 import { AppError, ERROR_CATALOGUE } from '@vap/shared';
 import type { ErrorSlug, FieldError } from '@vap/shared';
+import { isDatabaseUnavailable } from '../db/errors.js';
 import { RequestValidationError } from './validation.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -43,7 +44,14 @@ const FASTIFY_CLIENT_ERRORS: Record<string, { slug: ErrorSlug; detail: string }>
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { slug: 'malformed-request', detail: 'Content-Length does not match the body.' },
 };
 
-/** Renders every error as RFC 7807 problem JSON; 5xx details never leak internals. */
+/** The Retry-After of a request that failed because Postgres could not be reached. */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
+export const DATABASE_UNAVAILABLE_DETAIL = "The platform's database is unreachable right now, so the request could not be completed. Retry with backoff; an Idempotency-Key makes retrying a create safe.";
+
+/**
+ * Renders every error as RFC 7807 problem JSON; 5xx details never leak internals. A database
+ * outage is 503 `unavailable` with Retry-After (clients retry), not 500 `internal`.
+ */
 export function registerProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | Error, req, reply) => {
     if (err instanceof AppError) {
@@ -63,6 +71,12 @@ export function registerProblemHandlers(app: FastifyInstance): void {
     if (status !== undefined && status >= 400 && status < 500) {
       req.log.info({ err }, 'client error');
       return sendProblem(req, reply, status === 404 ? 'not-found' : 'malformed-request', 'The request could not be processed as sent.');
+    }
+    if (isDatabaseUnavailable(err)) {
+      // Postgres is stopped, restarting or full: a retry soon is likely to work (creates are safe to retry with an Idempotency-Key).
+      req.log.error({ err }, 'database unavailable');
+      reply.header('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
+      return sendProblem(req, reply, 'unavailable', DATABASE_UNAVAILABLE_DETAIL);
     }
     req.log.error({ err }, 'unexpected error');
     return sendProblem(req, reply, 'internal', 'An unexpected error occurred. Quote the traceId to support.');
