@@ -9,6 +9,8 @@ import type { CallRecorder } from './recording/call-recorder.js';
 import type { PipelineThreads, SessionHandle, SessionHooks } from './pipeline-threads/pipeline-threads.js';
 import type { SessionResult } from './pipeline-threads/protocol.js';
 import type { CallRecording, RecordingArchiver } from './recording/recording-archiver.js';
+import { EndRecordDelivery } from './end-record-delivery.js';
+import type { EndRecordDeliveryOptions } from './end-record-delivery.js';
 
 /** Parameters the control plane puts in `<Stream>`; the rest of them is call metadata. */
 const ROUTING_PARAMETERS = new Set(['agentId', 'tenantId', 'callSid', 'from', 'to', 'direction', 'streamToken']);
@@ -40,6 +42,7 @@ export class CallSessions {
   private readonly active = new Map<string, ActiveCall>();
   private readonly recent = new Map<string, CallSummary>();
   private heartbeat: NodeJS.Timeout | undefined;
+  private readonly endRecords: EndRecordDelivery;
 
   constructor(
     private readonly deps: {
@@ -59,11 +62,22 @@ export class CallSessions {
       retrievalTimeoutMs?: number;
       /** Where the voice sessions run: these threads; absent, on this event loop. */
       pipelines?: PipelineThreads;
+      /** Retry schedule of end records no control plane has stored yet (defaults in {@link EndRecordDelivery}). */
+      endRecordRetry?: Omit<EndRecordDeliveryOptions, 'bus' | 'logger'>;
+      /** How long {@link close} keeps retrying such records (ms). Default 10 000. */
+      endRecordCloseGraceMs?: number;
     },
-  ) {}
+  ) {
+    this.endRecords = new EndRecordDelivery({ bus: deps.bus, logger: deps.logger, ...deps.endRecordRetry });
+  }
 
   get activeCalls(): number {
     return this.active.size;
+  }
+
+  /** Ended calls whose end record no control plane has stored yet (they are retried). */
+  get undeliveredEndRecords(): number {
+    return this.endRecords.size;
   }
 
   /** Recent calls by carrier call id (last 200). */
@@ -76,7 +90,8 @@ export class CallSessions {
       void this.deps.bus
         .publish('gatewayHeartbeat', SUBJECTS.gatewayHeartbeat.subject(this.deps.gatewayId), {
           gatewayId: this.deps.gatewayId,
-          activeConversationIds: [...this.active.keys()],
+          // A call whose end record waits for a control plane is still this gateway's: not lost.
+          activeConversationIds: [...this.active.keys(), ...this.endRecords.conversationIds],
           intervalMs: this.deps.heartbeatIntervalMs,
           at: new Date().toISOString(),
         })
@@ -200,7 +215,7 @@ export class CallSessions {
       const error = err instanceof ProviderError ? err : new ProviderError({ provider: 'unknown', capability: 'llm', code: 'provider_unsupported', message: String(err), retryable: false });
       reportError(error, false);
       await leg.hangup();
-      await this.publishEnded(leg, agent.id, tenantId, conversationId, null, { status: 'failed', endReason: 'error', error: { code: error.code, message: error.message } }, agent.config);
+      await this.sendEnded(leg, agent.id, tenantId, conversationId, null, { status: 'failed', endReason: 'error', error: { code: error.code, message: error.message } }, agent.config);
       summary.status = 'failed';
       summary.endReason = 'error';
       metrics?.callEnded('failed');
@@ -263,8 +278,10 @@ export class CallSessions {
       metrics?.callEnded(outcome.status);
       // SessionEnded means every piece of the call is available: the recording is stored first.
       const recording = recorder ? await this.archive(recorder, { tenantId, agentId: agent.id, conversationId, durationMs: outcome.durationMs, settings: agent.config.recording }, log) : null;
-      await this.publishEnded(leg, agent.id, tenantId, conversationId, outcome, null, agent.config, recording);
+      // The record waits in `endRecords` (and so in the heartbeat) from here until a control plane stored it.
+      const delivered = this.sendEnded(leg, agent.id, tenantId, conversationId, outcome, null, agent.config, recording);
       this.active.delete(conversationId);
+      await delivered;
       log.info({ conversationId, status: outcome.status, endReason: outcome.endReason, durationMs: Math.round(outcome.durationMs) }, 'call ended');
     })();
     this.active.set(conversationId, { conversationId, session: s, done });
@@ -302,7 +319,8 @@ export class CallSessions {
     };
   }
 
-  private async publishEnded(
+  /** Builds the call's end record and delivers it (`call.end`, retried until a control plane stored it). */
+  private async sendEnded(
     leg: CallLeg,
     agentId: string,
     tenantId: string,
@@ -314,7 +332,7 @@ export class CallSessions {
   ): Promise<void> {
     const r = outcome?.record;
     const durationMs = outcome?.durationMs ?? 0;
-    await this.deps.bus.publish('sessionEnded', SUBJECTS.sessionEnded.subject(tenantId, conversationId), {
+    await this.endRecords.deliver({
       conversationId,
       tenantId,
       agentId,
@@ -368,12 +386,17 @@ export class CallSessions {
     }
   }
 
-  /** Ends every call (gateway shutdown) and waits until each final record is published. */
+  /**
+   * Ends every call (gateway shutdown) and waits until each end record is stored by a control
+   * plane or, after `endRecordCloseGraceMs`, given up (logged).
+   */
   async close(): Promise<void> {
-    clearInterval(this.heartbeat);
+    const records = this.endRecords.close(this.deps.endRecordCloseGraceMs ?? 10_000);
     const calls = [...this.active.values()];
     await Promise.all(calls.map((c) => c.session.stop('gateway_shutdown', 'failed')));
     await Promise.all(calls.map((c) => c.done));
+    await records;
+    clearInterval(this.heartbeat);
   }
 }
 

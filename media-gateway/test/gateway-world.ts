@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { agentConfigSchema, newId } from '@vap/shared';
-import type { AgentConfig, Bus, BusSubscription } from '@vap/shared';
+import type { AgentConfig, Bus, BusSubscription, Payload } from '@vap/shared';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
 import type { MediaGateway } from '../src/gateway.js';
 import { TwilioCallerSimulator, twilioSid } from '../src/simulators/twilio-caller.js';
@@ -28,11 +28,18 @@ export function bistroAgent(overrides: Partial<z.input<typeof agentConfigSchema>
 
 /**
  * Answers `callPrepare` as the control plane would for the agents in `agents` (looked up when
- * the call comes in): a conversation per call id, kept in `conversations` by callSid.
+ * the call comes in): a conversation per call id, kept in `conversations` by callSid. Answers
+ * `callEnd` as stored, keeping each end record in `ended` (by conversation id) and giving it
+ * to `onEnded` first.
  */
-export function standInControlPlane(bus: Bus, agents: ReadonlyMap<string, AgentConfig>): { conversations: Map<string, string>; subscription: BusSubscription } {
+export function standInControlPlane(
+  bus: Bus,
+  agents: ReadonlyMap<string, AgentConfig>,
+  onEnded?: (record: Payload<'sessionEnded'>) => void,
+): { conversations: Map<string, string>; ended: Map<string, Payload<'sessionEnded'>>; subscription: BusSubscription } {
   const conversations = new Map<string, string>();
-  const subscription = bus.respond('callPrepare', async (req) => {
+  const ended = new Map<string, Payload<'sessionEnded'>>();
+  const prepare = bus.respond('callPrepare', async (req) => {
     const config = agents.get(req.agentId);
     if (!config) return { ok: false, code: 'agent-not-found', message: 'unknown agent' };
     // As the control plane: the same call id gets the same conversation.
@@ -40,7 +47,12 @@ export function standInControlPlane(bus: Bus, agents: ReadonlyMap<string, AgentC
     conversations.set(req.callSid, conversationId);
     return { ok: true, conversationId, startedAt: new Date().toISOString(), agent: { id: req.agentId, tenantId: req.tenantId, version: 1, config, llmApiKey: null }, caller: { phoneNumber: req.from, country: 'US' } };
   });
-  return { conversations, subscription };
+  const end = bus.respond('callEnd', async (record) => {
+    onEnded?.(record);
+    ended.set(record.conversationId, record);
+    return { ok: true };
+  });
+  return { conversations, ended, subscription: { close: async () => void (await Promise.all([prepare.close(), end.close()])) } };
 }
 
 /**

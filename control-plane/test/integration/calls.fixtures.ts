@@ -26,7 +26,7 @@ export type SessionMessage = Payload<'sessionMessage'>['message'];
 export type TranscriptTurn = NonNullable<Payload<'sessionMessage'>['turn']>;
 
 /** A control plane's call handling without the watchdog timer (tests run passes themselves). */
-export function startCalls(db: Db, bus: Bus, opts: { now?: () => number; watchdog?: { intervalMs?: number } | false } = {}): CallHandling {
+export function startCalls(db: Db, bus: Bus, opts: { now?: () => number; watchdog?: { intervalMs?: number } | false; heartbeatsSeenSince?: number } = {}): CallHandling {
   return startCallHandling({
     db,
     bus,
@@ -34,6 +34,8 @@ export function startCalls(db: Db, bus: Bus, opts: { now?: () => number; watchdo
     log: pino({ level: 'silent' }),
     watchdog: opts.watchdog ?? false,
     heartbeatSettleMs: 0,
+    // The tests date heartbeats and calls in the past, before this control plane "started".
+    heartbeatsSeenSince: opts.heartbeatsSeenSince ?? 0,
     ...(opts.now ? { now: opts.now } : {}),
   });
 }

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { InProcessBus, SUBJECTS, agentConfigSchema, newId } from '@vap/shared';
+import { InProcessBus, agentConfigSchema, newId } from '@vap/shared';
 import type { AgentConfig, Bus, BusSubscription } from '@vap/shared';
 import { admissionLimits, loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
 import type { MediaGateway } from '@vap/media-gateway';
@@ -69,11 +69,13 @@ async function start(opts: ServerStart): Promise<BenchServer> {
   const conversations = new Map<string, string>();
   const subs: BusSubscription[] = [
     standInControlPlane(bus, agentId, benchAgent(), conversations),
-    bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => {
-      const callSid = conversations.get(payload.conversationId);
-      if (callSid === undefined) return;
-      conversations.delete(payload.conversationId);
-      send({ kind: 'callEnded', call: { callSid, status: payload.status, endReason: payload.endReason, turnMetrics: payload.turnMetrics } });
+    bus.respond('callEnd', async (record) => {
+      const callSid = conversations.get(record.conversationId);
+      if (callSid !== undefined) {
+        conversations.delete(record.conversationId);
+        send({ kind: 'callEnded', call: { callSid, status: record.status, endReason: record.endReason, turnMetrics: record.turnMetrics } });
+      }
+      return { ok: true };
     }),
   ];
   // Asynchronous writes: a synchronous log would slow the loop it is measuring.

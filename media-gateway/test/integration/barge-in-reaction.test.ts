@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InProcessBus, LocalObjectStore, newId } from '@vap/shared';
-import { SUBJECTS } from '@vap/shared';
 import type { AgentConfig, BusSubscription, Payload } from '@vap/shared';
 import { DEFAULT_TUNING } from '@vap/voice-pipeline/simulators';
 import { EnergyVad, callerSpeechMulaw, coughMulaw, meaningfulWords, mulawDecode, parseWav, silenceMulaw, startProviders } from '@vap/voice-pipeline';
@@ -94,8 +93,8 @@ async function startWorld(): Promise<World> {
   const dir = await mkdtemp(join(tmpdir(), 'vap-barge-in-'));
   const store = new LocalObjectStore(join(dir, 'store'));
   const controlPlane = standInControlPlane(bus, agents);
-  const ended = new Map<string, Payload<'sessionEnded'>>();
-  const subs: BusSubscription[] = [controlPlane.subscription, bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => void ended.set(payload.conversationId, payload))];
+  const ended = controlPlane.ended;
+  const subs: BusSubscription[] = [controlPlane.subscription];
   const gateway = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' }), { bus, logger, providers, recordingStore: store });
   // The session reports a barge-in right after its audio output paused the leg, which sent `clear` (same call stack).
   const bargeInsAt: number[] = [];

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { InProcessBus, SUBJECTS, newId, parsePrometheusText } from '@vap/shared';
+import { InProcessBus, newId, parsePrometheusText } from '@vap/shared';
 import type { AgentConfig, BusSubscription, PrometheusExposition } from '@vap/shared';
 import { callerSpeechMulaw, startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
@@ -46,12 +46,9 @@ beforeAll(async () => {
   providers.simulators.openai!.addReply({ match: 'located', reply: 'We are at twelve Harbour Street.' });
   const id = newId('agt');
   agents.set(id, bistroAgent({ name: 'Metrics agent' }));
-  const controlPlane = standInControlPlane(bus, agents);
+  const controlPlane = standInControlPlane(bus, agents, (record) => void ended.add(record.conversationId));
   conversations = controlPlane.conversations;
-  subs.push(
-    controlPlane.subscription,
-    bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => void ended.add(payload.conversationId)),
-  );
+  subs.push(controlPlane.subscription);
   gateway = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' }), { bus, logger, providers });
   // Also sessions on the gateway's own loop: no pipeline-thread metrics.
   guarded = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent', METRICS_TOKEN: 'scrape-secret', PIPELINE_THREADS: '0' }), { bus, logger, providers });

@@ -109,14 +109,13 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'vap-recordings-'));
   store = new LocalObjectStore(join(dir, 'store'));
   await writeFile(join(dir, 'not-a-directory'), 'x');
-  const controlPlane = standInControlPlane(bus, agents);
+  const controlPlane = standInControlPlane(bus, agents, (record) => {
+    endedArrivals.set(record.conversationId, performance.now());
+    ended.set(record.conversationId, record);
+  });
   conversations = controlPlane.conversations;
   subs.push(
     controlPlane.subscription,
-    bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, ({ payload }) => {
-      endedArrivals.set(payload.conversationId, performance.now());
-      ended.set(payload.conversationId, payload);
-    }),
     bus.subscribe('sessionError', SUBJECTS.sessionError.wildcard, ({ payload }) => void errors.push(payload)),
   );
   const config = loadGatewayConfig({ GATEWAY_PORT: '0', LOG_LEVEL: 'silent' });

@@ -117,6 +117,34 @@ export interface PlatformEvent {
   data: Record<string, unknown>;
 }
 
+/**
+ * A call's end record: the whole record (every message and turn, usage), so the control plane
+ * can store it in one transaction whatever order earlier messages took. The gateway delivers it
+ * as the request `call.end` (REQUESTS.callEnd) until a control plane has stored it.
+ */
+export const sessionEndRecordSchema = z.object({
+  conversationId: z.string(),
+  tenantId: z.string(),
+  agentId: z.string(),
+  status: conversationStatusSchema.exclude(['in_progress']),
+  /** `user_ended` (caller hung up), `agent_ended` (end-call phrase), `max_duration`, `idle_timeout`, `error`, `gateway_shutdown`. */
+  endReason: z.string(),
+  endedAt: z.string(),
+  durationSeconds: z.number().int().min(0),
+  language: z.string(),
+  messages: z.array(sessionMessageSchema),
+  turns: z.array(transcriptTurnSchema),
+  usage: sessionUsageSchema,
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  /** The call's recording, already in the recording store; null when the agent does not record or it failed. */
+  recording: callRecordingSchema.nullable().default(null),
+  /**
+   * Latency of each agent reply, in call order. A malformed breakdown is dropped (`[]`)
+   * rather than failing the message: it must not cost the call's record.
+   */
+  turnMetrics: z.array(turnMetricsSchema).default([]).catch([]),
+});
+
 export const SUBJECTS = {
   /** An agent's configuration changed or it was deleted; gateways drop cached copies. */
   agentChanged: {
@@ -161,34 +189,14 @@ export const SUBJECTS = {
     schema: z.object({ conversationId: z.string(), tenantId: z.string(), message: sessionMessageSchema, turn: transcriptTurnSchema.nullable() }),
   },
   /**
-   * A call ended. Carries the whole record (every message and turn, usage), so the
-   * control plane can store it in one transaction whatever order earlier messages took.
+   * A call ended ({@link sessionEndRecordSchema}), published by gateways of earlier versions;
+   * a control plane still stores it, so gateways may be upgraded after the control planes.
+   * Gateways now send the record as the request `call.end`, which is acknowledged.
    */
   sessionEnded: {
     subject: (tenantId: string, conversationId: string) => `session.${tenantId}.${conversationId}.ended`,
     wildcard: 'session.*.*.ended',
-    schema: z.object({
-      conversationId: z.string(),
-      tenantId: z.string(),
-      agentId: z.string(),
-      status: conversationStatusSchema.exclude(['in_progress']),
-      /** `user_ended` (caller hung up), `agent_ended` (end-call phrase), `max_duration`, `idle_timeout`, `error`, `gateway_shutdown`. */
-      endReason: z.string(),
-      endedAt: z.string(),
-      durationSeconds: z.number().int().min(0),
-      language: z.string(),
-      messages: z.array(sessionMessageSchema),
-      turns: z.array(transcriptTurnSchema),
-      usage: sessionUsageSchema,
-      error: z.object({ code: z.string(), message: z.string() }).nullable(),
-      /** The call's recording, already in the recording store; null when the agent does not record or it failed. */
-      recording: callRecordingSchema.nullable().default(null),
-      /**
-       * Latency of each agent reply, in call order. A malformed breakdown is dropped (`[]`)
-       * rather than failing the message: it must not cost the call's record.
-       */
-      turnMetrics: z.array(turnMetricsSchema).default([]).catch([]),
-    }),
+    schema: sessionEndRecordSchema,
   },
   /** A provider failed during a call (spec event `Error`). */
   sessionError: {
@@ -299,6 +307,17 @@ export const REQUESTS = {
    * documents (RAG). Only the tenant's `indexed` documents that are both in `documentIds`
    * and assigned to the agent are searched; the passages' text adds up to at most `maxChars`.
    */
+  /**
+   * A call ended: the gateway's end record ({@link sessionEndRecordSchema}). The control plane
+   * answers once the record is stored (a duplicate or an unknown conversation is answered too:
+   * retrying would change nothing); the gateway retries until one does, so a database outage or a
+   * control-plane restart does not lose the call's transcript, cost and status.
+   */
+  callEnd: {
+    subject: 'call.end',
+    request: sessionEndRecordSchema,
+    reply: z.object({ ok: z.literal(true) }),
+  },
   knowledgeRetrieve: {
     subject: 'knowledge.retrieve',
     request: z.object({

@@ -16,7 +16,7 @@ export const CONTROL_PLANE_QUEUE = 'control-plane';
 
 /**
  * Subscribes a {@link CallService} to the gateway contract of `shared/src/bus/subjects.ts`.
- * `call.prepare` and the session subjects go to one member of the `control-plane` queue
+ * `call.prepare`, `call.end` and the session subjects go to one member of the `control-plane` queue
  * group; heartbeats go to every control plane (an idempotent upsert). A failing handler
  * is logged here; `call.prepare` then answers `responder-failed` so the gateway can retry.
  * @param heartbeatSettleMs wait before failing calls missing from a heartbeat (see {@link CallService.heartbeat}).
@@ -47,7 +47,22 @@ export function subscribeCallHandlers(bus: Bus, calls: CallService, log: Logger,
       },
       { queue },
     ),
+    // Answered once stored: a gateway retries an unanswered end record (another control plane, or this one once the database is back).
+    bus.respond(
+      'callEnd',
+      async (rec) => {
+        try {
+          await calls.end(storableText(rec));
+          return { ok: true as const };
+        } catch (err) {
+          log.error({ err, subject: REQUESTS.callEnd.subject, tenantId: rec.tenantId, conversationId: rec.conversationId }, 'storing a session end record failed; the gateway will send it again');
+          throw err;
+        }
+      },
+      { queue },
+    ),
     bus.subscribe('sessionMessage', SUBJECTS.sessionMessage.wildcard, guard('storing a session message', (p) => calls.recordMessage(p)), { queue }),
+    // Gateways of earlier versions publish their end records unanswered (subjects.ts).
     bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, guard('storing a session end record', (p) => calls.end(p)), { queue }),
     bus.subscribe('sessionError', SUBJECTS.sessionError.wildcard, guard('relaying a session error', (p) => calls.reportError(p)), { queue }),
     bus.subscribe('sessionEvent', SUBJECTS.sessionEvent.wildcard, guard('relaying a session event', (p) => calls.reportEvent(p)), { queue }),
@@ -83,11 +98,13 @@ export function startCallHandling(deps: {
   now?: () => number;
   watchdog?: { intervalMs?: number; rules?: Partial<LostCallRules> } | false;
   heartbeatSettleMs?: number;
+  /** See CallService: since when heartbeats count (default: now). */
+  heartbeatsSeenSince?: number;
 }): CallHandling {
   const log = deps.log.child({ module: 'calls' });
   // Post-call analysis is enqueued in the end record's transaction; a JobRunner (control-plane.ts) runs it.
   const onFinished = [enqueueAnalysis];
-  const calls = new CallService({ repo: new ConversationRepository(deps.db), bus: deps.bus, secrets: deps.secrets, log, outbox: deps.outbox ?? new EventOutbox(), onFinished, ...(deps.now ? { now: deps.now } : {}) });
+  const calls = new CallService({ repo: new ConversationRepository(deps.db), bus: deps.bus, secrets: deps.secrets, log, outbox: deps.outbox ?? new EventOutbox(), onFinished, ...(deps.now ? { now: deps.now } : {}), ...(deps.heartbeatsSeenSince === undefined ? {} : { heartbeatsSeenSince: deps.heartbeatsSeenSince }) });
   const watchdog = new GatewayWatchdog({ calls, log, ...(deps.watchdog ? deps.watchdog : {}) });
   const subscription = subscribeCallHandlers(deps.bus, calls, log, deps.heartbeatSettleMs === undefined ? {} : { heartbeatSettleMs: deps.heartbeatSettleMs });
   if (deps.watchdog !== false) watchdog.start();

@@ -53,13 +53,23 @@ export class CallService {
   private readonly streamTokens: StreamTokens;
   private readonly outbox: EventOutbox;
   private readonly onFinished: InTransaction<ConversationRow>[];
+  /**
+   * Since when this control plane has seen every gateway heartbeat it was sent (ms, `now`
+   * clock): its start, or the last time it could not store one or run a watchdog pass (the
+   * database was unreachable). A gateway is judged lost only on heartbeats missing over a
+   * window this control plane saw whole: after a restart or a database outage, the heartbeats
+   * it could not store are not taken for a gateway gone quiet.
+   */
+  private heartbeatsSeenSince: number;
 
   /**
    * @param deps.onFinished hooks run inside the transaction that stores a call's end record
    *   (after the row is written): durable follow-up work such as post-call analysis is
    *   enqueued there, so it exists exactly when the call's data does.
+   * @param deps.heartbeatsSeenSince see {@link heartbeatsSeenSince}; default `now()` (tests that
+   *   date heartbeats in the past pass 0).
    */
-  constructor(deps: { repo: ConversationRepository; bus: Bus; secrets: SecretBox; log: Logger; outbox: EventOutbox; now?: () => number; onFinished?: InTransaction<ConversationRow>[] }) {
+  constructor(deps: { repo: ConversationRepository; bus: Bus; secrets: SecretBox; log: Logger; outbox: EventOutbox; now?: () => number; onFinished?: InTransaction<ConversationRow>[]; heartbeatsSeenSince?: number }) {
     this.repo = deps.repo;
     this.onFinished = deps.onFinished ?? [];
     this.outbox = deps.outbox;
@@ -67,7 +77,16 @@ export class CallService {
     this.secrets = deps.secrets;
     this.log = deps.log;
     this.now = deps.now ?? Date.now;
+    this.heartbeatsSeenSince = deps.heartbeatsSeenSince ?? this.now();
     this.streamTokens = new StreamTokens(deps.secrets, () => this.now());
+  }
+
+  /** A heartbeat or a watchdog pass failed: what the gateways said meanwhile is unknown here. */
+  private blind<T>(work: Promise<T>): Promise<T> {
+    return work.catch((err: unknown) => {
+      this.heartbeatsSeenSince = Math.max(this.heartbeatsSeenSince, this.now());
+      throw err;
+    });
   }
 
   /**
@@ -239,7 +258,7 @@ export class CallService {
    * just before this heartbeat, and that another control plane is storing, commits first.
    */
   async heartbeat(hb: Payload<'gatewayHeartbeat'>, settleMs = 0): Promise<void> {
-    await this.repo.heartbeat(hb.gatewayId, hb.intervalMs, new Date(this.now()));
+    await this.blind(this.repo.heartbeat(hb.gatewayId, hb.intervalMs, new Date(this.now())));
     if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
     const nowMs = this.now();
     const staged: PlatformEvent[] = [];
@@ -248,10 +267,13 @@ export class CallService {
     await this.announce(staged);
   }
 
-  /** One watchdog pass: fails the calls of gateways that went quiet; returns how many. */
+  /**
+   * One watchdog pass: fails the calls of gateways that went quiet; returns how many. Only
+   * silence this control plane witnessed counts (see {@link heartbeatsSeenSince}).
+   */
   async failLostCalls(rules: LostCallRules = DEFAULT_LOST_CALL_RULES): Promise<number> {
     const staged: PlatformEvent[] = [];
-    const lost = await this.repo.failStale(new Date(this.now()), rules, this.stagingLost(staged));
+    const lost = await this.blind(this.repo.failStale(new Date(this.now()), { ...rules, seenSince: new Date(this.heartbeatsSeenSince) }, this.stagingLost(staged)));
     if (lost.length > 0) this.log.warn({ conversationIds: lost.map((r) => r.id), gatewayIds: [...new Set(lost.map((r) => r.gatewayId))] }, 'calls of lost gateways failed');
     await this.announce(staged);
     return lost.length;

@@ -436,8 +436,10 @@ export class ConversationRepository {
    * `neverSeenGraceMs` ago. Each conversation is failed once however many control planes
    * run this at the same moment: the UPDATE re-checks `status` under the row lock.
    */
-  async failStale(now: Date, opts: { staleFactor: number; neverSeenGraceMs: number }, onFailed?: InTransaction<ConversationRow[]>): Promise<ConversationRow[]> {
+  async failStale(now: Date, opts: { staleFactor: number; neverSeenGraceMs: number; seenSince?: Date }, onFailed?: InTransaction<ConversationRow[]>): Promise<ConversationRow[]> {
     const at = now.toISOString();
+    // The caller saw every heartbeat from `seenSince` on: silence before it proves nothing.
+    const seenSince = (opts.seenSince ?? new Date(0)).toISOString();
     const c = conversations;
     return this.db.transaction(async (tx) => {
       const rows = await tx
@@ -451,9 +453,11 @@ export class ConversationRepository {
             sql`(
               exists (select 1 from ${gatewayHeartbeats} h
                        where h.gateway_id = ${c.gatewayId}
-                         and h.last_seen_at < ${at}::timestamptz - (h.interval_ms * ${opts.staleFactor}::numeric) * interval '1 millisecond')
+                         and h.last_seen_at < ${at}::timestamptz - (h.interval_ms * ${opts.staleFactor}::numeric) * interval '1 millisecond'
+                         and ${seenSince}::timestamptz < ${at}::timestamptz - (h.interval_ms * ${opts.staleFactor}::numeric) * interval '1 millisecond')
               or (not exists (select 1 from ${gatewayHeartbeats} h where h.gateway_id = ${c.gatewayId})
-                  and ${c.startedAt} < ${at}::timestamptz - ${opts.neverSeenGraceMs}::numeric * interval '1 millisecond'))`,
+                  and ${c.startedAt} < ${at}::timestamptz - ${opts.neverSeenGraceMs}::numeric * interval '1 millisecond'
+                  and ${seenSince}::timestamptz < ${at}::timestamptz - ${opts.neverSeenGraceMs}::numeric * interval '1 millisecond'))`,
           ),
         )
         .returning();
