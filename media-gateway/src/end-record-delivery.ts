@@ -15,6 +15,11 @@ export interface EndRecordDeliveryOptions {
   maxRetryMs?: number;
   /** How long a record is retried before it is given up (ms). Default 15 minutes. */
   giveUpAfterMs?: number;
+  /**
+   * Records kept waiting at most (default 2000, ~8 minutes of calls ending at 200 concurrent
+   * calls); one more gets a single attempt. Bounds the memory an outage costs the gateway.
+   */
+  maxWaiting?: number;
 }
 
 /**
@@ -49,7 +54,8 @@ export class EndRecordDelivery {
    */
   deliver(record: EndRecord): Promise<void> {
     const id = record.conversationId;
-    const run = this.run(record).finally(() => {
+    const patient = this.waiting.size < (this.opts.maxWaiting ?? 2000);
+    const run = this.run(record, patient).finally(() => {
       if (this.waiting.get(id) === run) this.waiting.delete(id);
     });
     this.waiting.set(id, run);
@@ -66,11 +72,12 @@ export class EndRecordDelivery {
     await Promise.all([...this.waiting.values()]);
   }
 
-  private async run(record: EndRecord): Promise<void> {
+  /** Sends `record` until it is stored, given up, or (not `patient`: too many waiting) after one attempt. */
+  private async run(record: EndRecord, patient: boolean): Promise<void> {
     const { bus, logger } = this.opts;
     const log = logger.child({ conversationId: record.conversationId, tenantId: record.tenantId });
     const startedAt = performance.now();
-    const giveUpAt = startedAt + (this.opts.giveUpAfterMs ?? 15 * 60_000);
+    const giveUpAt = patient ? startedAt + (this.opts.giveUpAfterMs ?? 15 * 60_000) : startedAt;
     let delayMs = this.opts.firstRetryMs ?? 500;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -83,7 +90,7 @@ export class EndRecordDelivery {
         const now = performance.now();
         if (now >= deadline) {
           log.error(
-            { err, code, attempts: attempt, waitedMs: Math.round(now - startedAt), closing: this.closeDeadline !== null },
+            { err, code, attempts: attempt, waitedMs: Math.round(now - startedAt), closing: this.closeDeadline !== null, tooManyWaiting: !patient },
             'end record not stored by any control plane; given up: the call will be marked failed (gateway_lost) without its transcript and cost',
           );
           return;

@@ -100,6 +100,22 @@ describe('end records', () => {
     expect(errors[0]!.msg).toMatch(/given up: the call will be marked failed \(gateway_lost\)/);
   });
 
+  it('beyond maxWaiting get one attempt, so an outage costs the gateway bounded memory', async () => {
+    bus = new InProcessBus();
+    const { logger, lines } = capturedLogger();
+    const delivery = new EndRecordDelivery({ bus, logger, firstRetryMs: 10_000, maxWaiting: 2 });
+    const kept = [delivery.deliver(record()), delivery.deliver(record())];
+    await delivery.deliver(record());
+    expect(delivery.size).toBe(2);
+    const errors = lines.filter((l) => l.level === 50) as unknown as { tooManyWaiting: boolean }[];
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.tooManyWaiting).toBe(true);
+    subs.push(bus.respond('callEnd', async () => ({ ok: true })));
+    await delivery.close(1000);
+    await Promise.all(kept);
+    expect(delivery.size).toBe(0);
+  });
+
   it('get the close grace and no more when the gateway shuts down, and a record delivered meanwhile is still tried', async () => {
     bus = new InProcessBus();
     const { logger, lines } = capturedLogger();
