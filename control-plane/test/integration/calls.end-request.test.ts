@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { BusRequestError, InProcessBus, newId } from '@vap/shared';
+import { BusRequestError, InProcessBus, SUBJECTS, newId } from '@vap/shared';
 import { openDatabase } from '../../src/db/database.js';
 import type { Database } from '../../src/db/database.js';
 import type { CallHandling } from '../../src/modules/conversations/call-handlers.js';
@@ -7,7 +7,7 @@ import { startDatabaseProxy } from '../database-proxy.js';
 import type { DatabaseProxy } from '../database-proxy.js';
 import { createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
-import { activeAgent, endedRecord, message, prepareCall, prepareRequest, startCalls } from './calls.fixtures.js';
+import { activeAgent, endedRecord, message, prepareCall, prepareRequest, publishMessage, recordEvents, startCalls } from './calls.fixtures.js';
 
 // The control plane's side of `call.end` (the gateway's acknowledged end record) and of the
 // watchdog across a database outage, with the database reached through a hop the test cuts.
@@ -73,6 +73,39 @@ describe('call.end', () => {
     expect(Number(row.cost_total_usd)).toBeGreaterThan(0);
     const { rows } = await database.pool.query('select count(*)::int as n from conversation_messages where conversation_id = $1', [conversationId]);
     expect(rows[0].n).toBe(3);
+  });
+});
+
+describe('live reports while the database is unreachable', () => {
+  it('are stored once it is back: a tool call becomes its ToolCallCompleted event, a message its row (before: dropped)', async () => {
+    const calls = startCalls(database.db, bus);
+    const events = recordEvents(bus, tenant.tenantId);
+    try {
+      const { conversationId } = await prepareCall(bus, prepareRequest(tenant.tenantId, agent.id));
+      await proxy.cut();
+      try {
+        await bus.publish('sessionEvent', SUBJECTS.sessionEvent.subject(tenant.tenantId, conversationId), {
+          conversationId,
+          tenantId: tenant.tenantId,
+          agentId: agent.id,
+          at: new Date().toISOString(),
+          event: { type: 'ToolCallCompleted', data: { toolName: 'book_table', toolType: 'webhook', input: { guests: 2 }, output: { booked: true }, latencyMs: 120, success: true } },
+        });
+        await publishMessage(bus, tenant.tenantId, conversationId, message(0));
+        await new Promise((r) => setTimeout(r, 800));
+        expect(events.of(conversationId, 'ToolCallCompleted')).toEqual([]);
+      } finally {
+        await proxy.restore();
+      }
+      await expect.poll(() => events.of(conversationId, 'ToolCallCompleted').length, { timeout: 10_000 }).toBe(1);
+      expect(events.of(conversationId, 'ToolCallCompleted')[0]!.data).toMatchObject({ conversationId, toolName: 'book_table', success: true });
+      await expect
+        .poll(async () => (await database.pool.query('select count(*)::int as n from conversation_messages where conversation_id = $1', [conversationId])).rows[0].n, { timeout: 10_000 })
+        .toBe(1);
+    } finally {
+      await events.close();
+      await calls.close();
+    }
   });
 });
 

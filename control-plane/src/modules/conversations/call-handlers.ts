@@ -9,6 +9,8 @@ import { enqueueAnalysis } from './analysis-job.js';
 import { CallService } from './call-service.js';
 import type { LostCallRules } from './call-service.js';
 import { ConversationRepository } from './repository.js';
+import { OutageRetry } from './outage-retry.js';
+import type { OutageRetryOptions } from './outage-retry.js';
 import { GatewayWatchdog } from './watchdog.js';
 
 /** Control planes share call work as this queue group: each message is handled once. */
@@ -18,17 +20,21 @@ export const CONTROL_PLANE_QUEUE = 'control-plane';
  * Subscribes a {@link CallService} to the gateway contract of `shared/src/bus/subjects.ts`.
  * `call.prepare`, `call.end` and the session subjects go to one member of the `control-plane` queue
  * group; heartbeats go to every control plane (an idempotent upsert). A failing handler
- * is logged here; `call.prepare` then answers `responder-failed` so the gateway can retry.
+ * is logged here; `call.prepare` and `call.end` then answer `responder-failed` so the gateway
+ * can retry. The session subjects, published once, are retried here while the database is
+ * unreachable ({@link OutageRetry}).
  * @param heartbeatSettleMs wait before failing calls missing from a heartbeat (see {@link CallService.heartbeat}).
  */
-export function subscribeCallHandlers(bus: Bus, calls: CallService, log: Logger, opts: { heartbeatSettleMs?: number } = {}): BusSubscription {
+export function subscribeCallHandlers(bus: Bus, calls: CallService, log: Logger, opts: { heartbeatSettleMs?: number; outageRetry?: OutageRetryOptions } = {}): BusSubscription {
   const queue = CONTROL_PLANE_QUEUE;
+  const outage = new OutageRetry(opts.outageRetry);
   const guard =
-    <T>(what: string, fn: (payload: T) => Promise<void>) =>
+    <T>(what: string, fn: (payload: T) => Promise<void>, retry: 'retry-outage' | 'once') =>
     async (msg: { subject: string; payload: T }) => {
+      // Relayed text (transcripts, LLM and tool output, carrier metadata) is kept even where Postgres could not store it as sent (storable-text.ts).
+      const payload = storableText(msg.payload);
       try {
-        // Relayed text (transcripts, LLM and tool output, carrier metadata) is kept even where Postgres could not store it as sent (storable-text.ts).
-        await fn(storableText(msg.payload));
+        await (retry === 'retry-outage' ? outage.run(() => fn(payload)) : fn(payload));
       } catch (err) {
         log.error({ err, subject: msg.subject }, `${what} failed`);
       }
@@ -61,15 +67,18 @@ export function subscribeCallHandlers(bus: Bus, calls: CallService, log: Logger,
       },
       { queue },
     ),
-    bus.subscribe('sessionMessage', SUBJECTS.sessionMessage.wildcard, guard('storing a session message', (p) => calls.recordMessage(p)), { queue }),
+    bus.subscribe('sessionMessage', SUBJECTS.sessionMessage.wildcard, guard('storing a session message', (p) => calls.recordMessage(p), 'retry-outage'), { queue }),
     // Gateways of earlier versions publish their end records unanswered (subjects.ts).
-    bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, guard('storing a session end record', (p) => calls.end(p)), { queue }),
-    bus.subscribe('sessionError', SUBJECTS.sessionError.wildcard, guard('relaying a session error', (p) => calls.reportError(p)), { queue }),
-    bus.subscribe('sessionEvent', SUBJECTS.sessionEvent.wildcard, guard('relaying a session event', (p) => calls.reportEvent(p)), { queue }),
-    bus.subscribe('gatewayHeartbeat', SUBJECTS.gatewayHeartbeat.wildcard, guard('recording a gateway heartbeat', (p) => calls.heartbeat(p, settleMs))),
+    bus.subscribe('sessionEnded', SUBJECTS.sessionEnded.wildcard, guard('storing a session end record', (p) => calls.end(p), 'retry-outage'), { queue }),
+    bus.subscribe('sessionError', SUBJECTS.sessionError.wildcard, guard('relaying a session error', (p) => calls.reportError(p), 'retry-outage'), { queue }),
+    bus.subscribe('sessionEvent', SUBJECTS.sessionEvent.wildcard, guard('relaying a session event', (p) => calls.reportEvent(p), 'retry-outage'), { queue }),
+    // A heartbeat is not retried: the next one says more.
+    bus.subscribe('gatewayHeartbeat', SUBJECTS.gatewayHeartbeat.wildcard, guard('recording a gateway heartbeat', (p) => calls.heartbeat(p, settleMs), 'once')),
   ];
   return {
     close: async () => {
+      // Work waiting for the database gets one last attempt; the subscriptions wait for it.
+      outage.close();
       await Promise.all(subs.map((s) => s.close()));
     },
   };
