@@ -102,7 +102,7 @@ async function insertFreeNumber(pool: ControlPlane['database']['pool'], tenantId
  * sandbox provider simulators, talking over the in-process bus or a real NATS server (two
  * connections, as two machines would have).
  */
-export async function startPlatform(kind: 'in-process' | 'nats', env: Record<string, string> = {}): Promise<Platform> {
+export async function startPlatform(kind: 'in-process' | 'nats', env: Record<string, string> = {}, opts: { controlPlaneNatsUrl?: string } = {}): Promise<Platform> {
   const logger = pino({ level: 'silent' });
   // Test files run in parallel on one NATS server: each platform gets its own subjects.
   const natsSubjectPrefix = `e2e${randomBytes(6).toString('hex')}`;
@@ -110,7 +110,8 @@ export async function startPlatform(kind: 'in-process' | 'nats', env: Record<str
   let gwBus: Bus;
   if (kind === 'nats') {
     const url = process.env.TEST_NATS_URL!;
-    cpBus = await NatsBus.connect(url, { name: 'e2e-cp', subjectPrefix: natsSubjectPrefix });
+    // `controlPlaneNatsUrl`: the control plane's own way to the server (a hop a test can cut).
+    cpBus = await NatsBus.connect(opts.controlPlaneNatsUrl ?? url, { name: 'e2e-cp', subjectPrefix: natsSubjectPrefix });
     gwBus = await NatsBus.connect(url, { name: 'e2e-gw', subjectPrefix: natsSubjectPrefix });
   } else {
     cpBus = gwBus = new InProcessBus();

@@ -44,6 +44,11 @@ export class BusRequestError extends Error {
  */
 export interface Bus {
   readonly kind: 'in-process' | 'nats';
+  /**
+   * Whether this process is connected now (NATS: false from a disconnect until the client has
+   * reconnected; in-process: always). What others published meanwhile did not reach it.
+   */
+  readonly connected: boolean;
   publish<N extends SubjectName>(name: N, subject: string, payload: Payload<N>, headers?: BusHeaders): Promise<void>;
   /** Subscribe to a subject or wildcard (`*` one token, `>` the rest) of the named kind. */
   subscribe<N extends SubjectName>(name: N, pattern: string, handler: (msg: BusMessage<N>) => void | Promise<void>, opts?: SubscribeOptions): BusSubscription;

@@ -25,6 +25,8 @@ const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
  */
 export class InProcessBus implements Bus {
   readonly kind = 'in-process' as const;
+  /** One process: nothing to be cut off from. */
+  readonly connected = true;
   private readonly entries = new Set<Entry>();
   private readonly responders: Responder[] = [];
   private readonly queueTurn = new Map<string, number>();

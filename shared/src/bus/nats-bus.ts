@@ -23,12 +23,25 @@ function fromMsg(m: Msg): BusHeaders {
 /** The bus over a NATS cluster (NATS_URL set). Same contract as {@link InProcessBus}. */
 export class NatsBus implements Bus {
   readonly kind = 'nats' as const;
+  private up = true;
   private constructor(
     private readonly nc: NatsConnection,
     private readonly onHandlerError: (err: unknown, subject: string) => void,
     /** `"<prefix>."` or empty: keeps several platforms (or test runs) apart on one NATS cluster. */
     private readonly prefix: string,
-  ) {}
+  ) {
+    // The iterator ends when the connection is closed.
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === 'disconnect') this.up = false;
+        else if (s.type === 'reconnect') this.up = true;
+      }
+    })();
+  }
+
+  get connected(): boolean {
+    return this.up && !this.nc.isClosed();
+  }
 
   /**
    * Connects to one or more comma-separated NATS URLs. `subjectPrefix` (one token, e.g.

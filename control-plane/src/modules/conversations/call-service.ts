@@ -56,7 +56,7 @@ export class CallService {
   /**
    * Since when this control plane has seen every gateway heartbeat it was sent (ms, `now`
    * clock): its start, or the last time it could not store one or run a watchdog pass (the
-   * database was unreachable). A gateway is judged lost only on heartbeats missing over a
+   * database was unreachable), or found itself cut off from the bus (NATS down or unreachable). A gateway is judged lost only on heartbeats missing over a
    * window this control plane saw whole: after a restart or a database outage, the heartbeats
    * it could not store are not taken for a gateway gone quiet.
    */
@@ -272,6 +272,11 @@ export class CallService {
    * silence this control plane witnessed counts (see {@link heartbeatsSeenSince}).
    */
   async failLostCalls(rules: LostCallRules = DEFAULT_LOST_CALL_RULES): Promise<number> {
+    if (!this.bus.connected) {
+      // Cut off from the bus: no heartbeat reaches this control plane, whatever the gateways do.
+      this.heartbeatsSeenSince = Math.max(this.heartbeatsSeenSince, this.now());
+      return 0;
+    }
     const staged: PlatformEvent[] = [];
     const lost = await this.blind(this.repo.failStale(new Date(this.now()), { ...rules, seenSince: new Date(this.heartbeatsSeenSince) }, this.stagingLost(staged)));
     if (lost.length > 0) this.log.warn({ conversationIds: lost.map((r) => r.id), gatewayIds: [...new Set(lost.map((r) => r.gatewayId))] }, 'calls of lost gateways failed');
