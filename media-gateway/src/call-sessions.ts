@@ -10,7 +10,9 @@ import type { PipelineThreads, SessionHandle, SessionHooks } from './pipeline-th
 import type { SessionResult } from './pipeline-threads/protocol.js';
 import type { CallRecording, RecordingArchiver } from './recording/recording-archiver.js';
 import { EndRecordDelivery } from './end-record-delivery.js';
-import type { EndRecordDeliveryOptions } from './end-record-delivery.js';
+
+/** How long a gateway shutting down keeps sending end records no control plane has stored (ms). */
+const END_RECORD_CLOSE_GRACE_MS = 10_000;
 
 /** Parameters the control plane puts in `<Stream>`; the rest of them is call metadata. */
 const ROUTING_PARAMETERS = new Set(['agentId', 'tenantId', 'callSid', 'from', 'to', 'direction', 'streamToken']);
@@ -62,13 +64,9 @@ export class CallSessions {
       retrievalTimeoutMs?: number;
       /** Where the voice sessions run: these threads; absent, on this event loop. */
       pipelines?: PipelineThreads;
-      /** Retry schedule of end records no control plane has stored yet (defaults in {@link EndRecordDelivery}). */
-      endRecordRetry?: Omit<EndRecordDeliveryOptions, 'bus' | 'logger'>;
-      /** How long {@link close} keeps retrying such records (ms). Default 10 000. */
-      endRecordCloseGraceMs?: number;
     },
   ) {
-    this.endRecords = new EndRecordDelivery({ bus: deps.bus, logger: deps.logger, ...deps.endRecordRetry });
+    this.endRecords = new EndRecordDelivery({ bus: deps.bus, logger: deps.logger });
   }
 
   get activeCalls(): number {
@@ -281,8 +279,8 @@ export class CallSessions {
       // The record waits in `endRecords` (and so in the heartbeat) from here until a control plane stored it.
       const delivered = this.sendEnded(leg, agent.id, tenantId, conversationId, outcome, null, agent.config, recording);
       this.active.delete(conversationId);
-      await delivered;
       log.info({ conversationId, status: outcome.status, endReason: outcome.endReason, durationMs: Math.round(outcome.durationMs) }, 'call ended');
+      await delivered;
     })();
     this.active.set(conversationId, { conversationId, session: s, done });
     log.info({ conversationId }, 'call started');
@@ -388,10 +386,10 @@ export class CallSessions {
 
   /**
    * Ends every call (gateway shutdown) and waits until each end record is stored by a control
-   * plane or, after `endRecordCloseGraceMs`, given up (logged).
+   * plane or, after {@link END_RECORD_CLOSE_GRACE_MS}, given up (logged).
    */
   async close(): Promise<void> {
-    const records = this.endRecords.close(this.deps.endRecordCloseGraceMs ?? 10_000);
+    const records = this.endRecords.close(END_RECORD_CLOSE_GRACE_MS);
     const calls = [...this.active.values()];
     await Promise.all(calls.map((c) => c.session.stop('gateway_shutdown', 'failed')));
     await Promise.all(calls.map((c) => c.done));

@@ -56,9 +56,10 @@ export class CallService {
   /**
    * Since when this control plane has seen every gateway heartbeat it was sent (ms, `now`
    * clock): its start, or the last time it could not store one or run a watchdog pass (the
-   * database was unreachable), or found itself cut off from the bus (NATS down or unreachable). A gateway is judged lost only on heartbeats missing over a
-   * window this control plane saw whole: after a restart or a database outage, the heartbeats
-   * it could not store are not taken for a gateway gone quiet.
+   * database was unreachable), or found itself cut off from the bus (NATS down or unreachable).
+   * A gateway is judged lost only on heartbeats missing over a window this control plane saw
+   * whole: after a restart or an outage, the heartbeats it could not get or store are not taken
+   * for a gateway gone quiet.
    */
   private heartbeatsSeenSince: number;
 
