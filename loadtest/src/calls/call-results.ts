@@ -30,7 +30,7 @@ export interface Measured extends Distribution {
   histogram: Histogram;
 }
 
-/** Per-stage breakdown of agent replies, from the gateway's own per-turn record (`turnMetrics` of `sessionEnded`). */
+/** Per-stage breakdown of agent replies, from the gateway's own per-turn record (`turnMetrics` of its end record). */
 export interface StageBreakdown {
   endpointing: Measured;
   stt: Measured;

@@ -71,7 +71,7 @@ export interface ServerStop {
 
 export type ToServer = ServerStart | ServerWindow | ServerStop;
 
-/** A call the gateway ended, from its `sessionEnded` record. */
+/** A call the gateway ended, from its end record (`call.end`). */
 export interface GatewayCallEnd {
   callSid: string;
   status: string;
