@@ -73,7 +73,8 @@ describe('isDatabaseUnavailable over real errors', () => {
     try {
       const { port } = server.address() as AddressInfo;
       const err = await rejection(() => new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/postgres` }).connect());
-      expect((err as Error).message).toBe('Connection terminated unexpectedly');
+      // Usually pg's own message; on a loaded machine the hang-up can reach the client as a reset of its startup write.
+      expect(`${(err as Error).message} ${(err as { code?: string }).code ?? ''}`).toMatch(/Connection terminated unexpectedly|ECONNRESET|EPIPE/);
       expect(isDatabaseUnavailable(err)).toBe(true);
     } finally {
       server.close();
