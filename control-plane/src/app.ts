@@ -150,7 +150,7 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
       info: {
         title: 'Voice Agent Platform API',
         version: '1',
-        description: `Errors are RFC 7807 problem documents; their types are described at ${config.docsUrl}/errors. Every operation lists the API-key scope it requires under \`x-required-scope\` (users hold the scopes their role allows), a permission beyond it under \`x-required-permission\`, and a right only signed-in users can hold under \`x-required-right\` (API keys get 403 there).`,
+        description: `Errors are RFC 7807 problem documents; their types are described at ${config.docsUrl}/errors. While the database is unreachable any operation may answer 503 \`unavailable\` with \`Retry-After\`. Every operation lists the API-key scope it requires under \`x-required-scope\` (users hold the scopes their role allows), a permission beyond it under \`x-required-permission\`, and a right only signed-in users can hold under \`x-required-right\` (API keys get 403 there).`,
       },
       servers: [{ url: config.publicUrl }],
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key (svc_live_… or svc_sb_…) or a user access token' } } },

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { BusRequestError } from '@vap/shared';
+import { BusRequestError, WakeableDelays } from '@vap/shared';
 import type { Bus, Payload } from '@vap/shared';
 
 export type EndRecord = Payload<'sessionEnded'>;
@@ -34,7 +34,7 @@ export interface EndRecordDeliveryOptions {
  */
 export class EndRecordDelivery {
   private readonly waiting = new Map<string, Promise<void>>();
-  private readonly sleepers = new Set<() => void>();
+  private readonly delays = new WakeableDelays();
   private closeDeadline: number | null = null;
 
   constructor(private readonly opts: EndRecordDeliveryOptions) {}
@@ -68,7 +68,7 @@ export class EndRecordDelivery {
    */
   async close(graceMs: number): Promise<void> {
     this.closeDeadline = performance.now() + graceMs;
-    for (const wake of [...this.sleepers]) wake();
+    this.delays.wakeAll();
     await Promise.all([...this.waiting.values()]);
   }
 
@@ -96,22 +96,9 @@ export class EndRecordDelivery {
           return;
         }
         if (attempt === 1) log.warn({ err, code }, 'end record not stored by a control plane yet; retrying until one does');
-        await this.sleep(Math.min(delayMs, deadline - now));
+        await this.delays.sleep(Math.min(delayMs, deadline - now));
         delayMs = Math.min(delayMs * 2, this.opts.maxRetryMs ?? 10_000);
       }
     }
-  }
-
-  /** Waits `ms`, or less when {@link close} starts. */
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = (): void => {
-        clearTimeout(timer);
-        this.sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      this.sleepers.add(wake);
-    });
   }
 }

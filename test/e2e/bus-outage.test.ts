@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { TwilioCallerSimulator, twilioSid } from '@vap/media-gateway/simulators';
 import { startTcpProxy } from '../../control-plane/test/tcp-proxy.js';
 import type { TcpProxy } from '../../control-plane/test/tcp-proxy.js';
-import { TWILIO_TOKEN, collectUnhandledRejections, startPlatform } from './platform.js';
+import { callInProgress, collectUnhandledRejections, startPlatform } from './platform.js';
 import type { Platform } from './platform.js';
 
 // The control plane reaches NATS through a TCP hop the test cuts (its NATS node restarting, a
@@ -30,15 +29,7 @@ describe.skipIf(!natsUrl)('the control plane cut off from NATS during a call', (
   });
 
   it('does not take the gateway for lost: the call is not failed, and ends as it ended, with one SessionEnded', { timeout: 60_000 }, async () => {
-    const { number } = await p.agentWithNumber();
-    const callSid = twilioSid('CA');
-    const placed = await TwilioCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, authToken: TWILIO_TOKEN, from: '+14155550100', to: number, callSid });
-    if (placed.rejected) throw new Error(`call rejected: ${placed.say}`);
-    const call = placed.call;
-    const conversationIdOf = async () => (await p.cp.database.pool.query<{ id: string }>('select id from conversations where external_id = $1', [callSid])).rows[0]?.id;
-    await expect.poll(conversationIdOf, { timeout: 5000 }).toBeTruthy();
-    const conversationId = (await conversationIdOf())!;
-    await expect.poll(async () => (await p.api('GET', `/api/v1/conversations/${conversationId}/messages`)).body.messages.length, { timeout: 15_000 }).toBeGreaterThan(0);
+    const { call, conversationId } = await callInProgress(p);
 
     await proxy.cut();
     // Well past three heartbeat intervals of the gateway, with watchdog passes every 0.5 s.

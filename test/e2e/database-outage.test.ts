@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { TwilioCallerSimulator, twilioSid } from '@vap/media-gateway/simulators';
 import { startDatabaseProxy } from '../../control-plane/test/database-proxy.js';
 import type { DatabaseProxy } from '../../control-plane/test/database-proxy.js';
-import { TWILIO_TOKEN, collectUnhandledRejections, startPlatform } from './platform.js';
+import { callInProgress, collectUnhandledRejections, startPlatform } from './platform.js';
 import type { Platform } from './platform.js';
 
 // The control plane reaches Postgres through a TCP hop the test cuts: a database restart or
@@ -28,15 +27,7 @@ describe.skipIf(!natsUrl)('Postgres unreachable when a call ends', () => {
   });
 
   it('keeps the call: the end record is stored once the database is back, the call is not taken for lost, and no event is doubled', { timeout: 60_000 }, async () => {
-    const { number } = await p.agentWithNumber();
-    const callSid = twilioSid('CA');
-    const placed = await TwilioCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, authToken: TWILIO_TOKEN, from: '+14155550100', to: number, callSid });
-    if (placed.rejected) throw new Error(`call rejected: ${placed.say}`);
-    const call = placed.call;
-    const conversationIdOf = async () => (await p.cp.database.pool.query<{ id: string }>('select id from conversations where external_id = $1', [callSid])).rows[0]?.id;
-    await expect.poll(conversationIdOf, { timeout: 5000 }).toBeTruthy();
-    const conversationId = (await conversationIdOf())!;
-    await expect.poll(async () => (await p.api('GET', `/api/v1/conversations/${conversationId}/messages`)).body.messages.length, { timeout: 15_000 }).toBeGreaterThan(0);
+    const { call, conversationId } = await callInProgress(p);
 
     await proxy.cut();
     // Meanwhile the API says to come back later.

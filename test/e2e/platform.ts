@@ -8,6 +8,7 @@ import { loadConfig, startControlPlane } from '@vap/control-plane';
 import type { ControlPlane } from '@vap/control-plane';
 import { loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
 import type { MediaGateway } from '@vap/media-gateway';
+import { TwilioCallerSimulator, twilioSid } from '@vap/media-gateway/simulators';
 import { startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
 import { createTenant } from '../../control-plane/test/helpers.js';
@@ -214,4 +215,33 @@ export async function startPlatform(kind: 'in-process' | 'nats', env: Record<str
       } else await cpBus.close();
     },
   };
+}
+
+/** Polls `probe` every 100 ms until it returns something truthy; throws `what` after `timeoutMs`. */
+async function until<T>(probe: () => Promise<T>, timeoutMs: number, what: string): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * A call from a simulated Twilio caller to a new agent's number, through the voice webhook,
+ * once it is in progress and the agent's first message is stored.
+ */
+export async function callInProgress(p: Platform): Promise<{ call: TwilioCallerSimulator; callSid: string; conversationId: string }> {
+  const { number } = await p.agentWithNumber();
+  const callSid = twilioSid('CA');
+  const placed = await TwilioCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, authToken: TWILIO_TOKEN, from: '+14155550100', to: number, callSid });
+  if (placed.rejected) throw new Error(`call rejected: ${placed.say}`);
+  const conversationId = await until(
+    async () => (await p.cp.database.pool.query<{ id: string }>('select id from conversations where external_id = $1', [callSid])).rows[0]?.id,
+    5000,
+    'no conversation for the call',
+  );
+  await until(async () => (await p.api('GET', `/api/v1/conversations/${conversationId}/messages`)).body.messages.length > 0, 15_000, 'no message stored for the call');
+  return { call: placed.call, callSid, conversationId };
 }

@@ -1,3 +1,4 @@
+import { WakeableDelays } from '@vap/shared';
 import { isDatabaseUnavailable } from '../../db/errors.js';
 
 export interface OutageRetryOptions {
@@ -21,7 +22,7 @@ export interface OutageRetryOptions {
  * gets one more attempt.
  */
 export class OutageRetry {
-  private readonly sleepers = new Set<() => void>();
+  private readonly delays = new WakeableDelays();
   private waiting = 0;
   private closed = false;
 
@@ -48,7 +49,7 @@ export class OutageRetry {
             this.waiting += 1;
             counted = true;
           }
-          await this.sleep(Math.min(delayMs, giveUpAt - performance.now()));
+          await this.delays.sleep(Math.min(delayMs, giveUpAt - performance.now()));
           delayMs = Math.min(delayMs * 2, this.opts.maxDelayMs ?? 5000);
         }
       }
@@ -60,18 +61,6 @@ export class OutageRetry {
   /** Wakes every waiting piece for its last attempt; later failures are not retried. */
   close(): void {
     this.closed = true;
-    for (const wake of [...this.sleepers]) wake();
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = (): void => {
-        clearTimeout(timer);
-        this.sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, Math.max(0, ms));
-      this.sleepers.add(wake);
-    });
+    this.delays.wakeAll();
   }
 }
