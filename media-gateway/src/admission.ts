@@ -11,6 +11,9 @@
  *   back under half of that, so that one quick answer does not let a burst of calls in onto
  *   a thread still catching up.
  *
+ * And a third, for shutdown: **draining** (`drain()`, from the first SIGTERM or SIGINT): the
+ * gateway finishes the calls it carries and takes no new one (`gateway.ts`).
+ *
  * A refused stream gets HTTP 503 at its WebSocket upgrade (`media-stream-endpoint.ts`),
  * counted in `svc.telephony.media_stream_closed` with the rule as its reason; `/readyz`
  * answers 503 meanwhile, so that a load balancer sends calls to another gateway.
@@ -24,17 +27,23 @@ export const REFUSED_RETRY_AFTER_S = 5;
 export const DEFAULT_OVERLOAD_LAG_MS = 500;
 
 /** Why a new call is refused. */
-export type AdmissionRefusal = { reason: 'at-capacity'; calls: number; maxCalls: number } | { reason: 'overloaded'; lagMs: number; overloadLagMs: number };
+export type AdmissionRefusal = { reason: 'at-capacity'; calls: number; maxCalls: number } | { reason: 'overloaded'; lagMs: number; overloadLagMs: number } | { reason: 'draining'; calls: number };
+
+/** Words for a refusal's reason in a log line: "media stream refused: gateway …". */
+export const REFUSAL_WORDS: Readonly<Record<AdmissionRefusal['reason'], string>> = Object.freeze({ 'at-capacity': 'at capacity', overloaded: 'overloaded', draining: 'draining' });
 
 /**
  * A refusal as the fields of an RFC 7807 body (`/readyz`'s 503 and a refused stream's): the
  * same title, a `detail` in words for people, and the `reason` for programs.
  */
 export function refusalProblem(refusal: AdmissionRefusal): { title: string; detail: string; reason: AdmissionRefusal['reason'] } {
+  const calls = (n: number) => `${n} ${n === 1 ? 'call' : 'calls'}`;
   const detail =
     refusal.reason === 'at-capacity'
-      ? `The gateway carries ${refusal.calls} ${refusal.calls === 1 ? 'call' : 'calls'}, its limit (GATEWAY_MAX_CALLS=${refusal.maxCalls})`
-      : `The gateway's pipelines are ${refusal.lagMs} ms behind, over GATEWAY_OVERLOAD_LAG_MS=${refusal.overloadLagMs}`;
+      ? `The gateway carries ${calls(refusal.calls)}, its limit (GATEWAY_MAX_CALLS=${refusal.maxCalls})`
+      : refusal.reason === 'overloaded'
+        ? `The gateway's pipelines are ${refusal.lagMs} ms behind, over GATEWAY_OVERLOAD_LAG_MS=${refusal.overloadLagMs}`
+        : `The gateway is shutting down: it finishes the ${calls(refusal.calls)} it carries and takes no new one`;
   return { title: 'Not accepting calls', detail, reason: refusal.reason };
 }
 
@@ -65,6 +74,7 @@ export interface AdmissionOptions extends AdmissionLimits {
 
 export class Admission {
   private overloaded = false;
+  private draining = false;
   /** Readings in a row over the limit. */
   private strikes = 0;
   private lagMs = 0;
@@ -94,6 +104,7 @@ export class Admission {
   /** Null when a new call may come in, else why not. */
   check(): AdmissionRefusal | null {
     const { maxCalls, overloadLagMs } = this.opts;
+    if (this.draining) return { reason: 'draining', calls: this.callsCarried() };
     if (maxCalls > 0) {
       const calls = this.opts.calls();
       if (calls >= maxCalls) return { reason: 'at-capacity', calls, maxCalls };
@@ -102,9 +113,19 @@ export class Admission {
     return null;
   }
 
+  /** Streams carried now, started or handshaking (what `maxCalls` counts, and a drain waits on). */
+  callsCarried(): number {
+    return this.opts.calls();
+  }
+
   /** The lag last read, ms: the larger of the slowest pipeline thread's and the gateway loop's. */
   get lastLagMs(): number {
     return this.lagMs;
+  }
+
+  /** Refuses every new call from now on (shutdown); the calls carried are not touched. */
+  drain(): void {
+    this.draining = true;
   }
 
   close(): void {

@@ -9,6 +9,9 @@ const optionalUrl = z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http
 /** Upper bounds of the settings `bench:calls` passes on to the gateway it starts, which checks its options against them. */
 export const GATEWAY_BOUNDS = Object.freeze({ pipelineThreads: 16, maxCalls: 1_000_000, overloadLagMs: 60_000 });
 
+/** `GATEWAY_DRAIN_TIMEOUT_MS` when unset: Kubernetes' default grace period (30 s) less a margin to end the calls left and deliver their records. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 20_000;
+
 /** Every environment variable the media gateway reads (listed in `.env.example` too). */
 export const gatewayConfigSchema = z.object({
   GATEWAY_HOST: z.string().default('127.0.0.1'),
@@ -51,6 +54,10 @@ export const gatewayConfigSchema = z.object({
   // refuse new calls until the lag is back under half of it: overload then costs new calls,
   // not the running ones. 0: never refuse for lag.
   GATEWAY_OVERLOAD_LAG_MS: z.coerce.number().int().min(0).max(GATEWAY_BOUNDS.overloadLagMs).default(DEFAULT_OVERLOAD_LAG_MS),
+  // On the first SIGTERM or SIGINT the gateway drains: it refuses new calls (503 at the upgrade,
+  // /readyz 503) and lets the calls it carries go on until they end, for this long at most, ms;
+  // then it ends those left. A second signal ends them at once. 0: end them at once.
+  GATEWAY_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).max(86_400_000).default(DEFAULT_DRAIN_TIMEOUT_MS),
   // Bearer token GET /metrics requires (shared with the control plane). Unset: /metrics is public like /healthz.
   METRICS_TOKEN: optionalText,
   // The recording store, read by objectStoreConfigFromEnv (shared with the control plane).
@@ -92,6 +99,8 @@ export interface GatewayConfig {
   maxCalls?: number;
   /** Lag, ms, past which new calls are refused; 0: never. Absent: {@link DEFAULT_OVERLOAD_LAG_MS}. */
   overloadLagMs?: number;
+  /** How long, ms, the calls carried may go on after a shutdown signal (`MediaGateway.drain`). Absent: {@link DEFAULT_DRAIN_TIMEOUT_MS}. */
+  drainTimeoutMs?: number;
 }
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
@@ -129,5 +138,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     metricsToken: e.METRICS_TOKEN,
     maxCalls: e.GATEWAY_MAX_CALLS,
     overloadLagMs: e.GATEWAY_OVERLOAD_LAG_MS,
+    drainTimeoutMs: e.GATEWAY_DRAIN_TIMEOUT_MS,
   });
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -44,8 +45,20 @@ export interface MediaGateway {
   readonly providers: ProviderRuntime;
   /** This gateway's Prometheus metrics (served with the process metrics at `GET /metrics`). */
   readonly metrics: GatewayMetrics;
+  /**
+   * Shutdown's first step: from now on every new call is refused (503 at the upgrade, reason
+   * `draining`; `/readyz` 503), while the calls carried go on until they end, `timeoutMs` pass
+   * or `hurry` aborts. Resolves with the number of calls still carried then, which `close`
+   * ends (`gateway_shutdown`). Heartbeats go on meanwhile, so control planes keep the calls.
+   */
+  drain(timeoutMs: number, hurry?: AbortSignal): Promise<number>;
   close(): Promise<void>;
 }
+
+/** While draining, how often the calls left are counted, ms. */
+const DRAIN_POLL_MS = 100;
+/** While draining, how often the calls left are logged, ms. */
+const DRAIN_LOG_MS = 10_000;
 
 /**
  * The media gateway: its health endpoint, its link to the control plane over the bus, and
@@ -155,6 +168,25 @@ export async function startMediaGateway(
     const s = sessions?.summary(req.params.callSid);
     return s ?? sendGatewayProblem(reply, 404, 'No recent call with this id on this gateway.', { callSid: req.params.callSid });
   });
+  const drain = async (timeoutMs: number, hurry?: AbortSignal): Promise<number> => {
+    admission.drain();
+    const started = performance.now();
+    // A call is over once its stream is closed and its session has ended (recording stored, end record sent).
+    const left = () => Math.max(admission.callsCarried(), sessions?.activeCalls ?? 0);
+    if (left() > 0) deps.logger.info({ calls: left(), drainTimeoutMs: timeoutMs }, 'draining: new calls are refused; the calls in progress go on until they end (a second SIGINT or SIGTERM ends them now)');
+    let loggedAt = started;
+    while (left() > 0 && !hurry?.aborted && performance.now() - started < timeoutMs) {
+      await sleep(Math.min(DRAIN_POLL_MS, Math.max(1, timeoutMs - (performance.now() - started))), undefined, hurry ? { signal: hurry } : undefined).catch(() => undefined);
+      if (performance.now() - loggedAt >= DRAIN_LOG_MS && left() > 0) {
+        loggedAt = performance.now();
+        deps.logger.info({ calls: left(), elapsedMs: Math.round(loggedAt - started) }, 'draining: calls still in progress');
+      }
+    }
+    const calls = left();
+    if (calls > 0) deps.logger.warn({ calls, reason: hurry?.aborted ? 'hurried' : 'drain-timeout' }, 'drain over: the calls still in progress are ended');
+    else deps.logger.info({ elapsedMs: Math.round(performance.now() - started) }, 'drained: no call in progress');
+    return calls;
+  };
   const close = async (): Promise<void> => {
     admission.close();
     await Promise.all(subs.map((s) => s.close()));
@@ -181,5 +213,5 @@ export async function startMediaGateway(
     throw err;
   }
   sessions?.startHeartbeat();
-  return { app, url, invalidatedAgents: invalidated, gatewayId, sessions, providers, metrics, close };
+  return { app, url, invalidatedAgents: invalidated, gatewayId, sessions, providers, metrics, drain, close };
 }

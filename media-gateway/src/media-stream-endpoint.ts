@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { RawData, WebSocket } from 'ws';
-import { REFUSED_RETRY_AFTER_S, refusalProblem } from './admission.js';
+import { REFUSAL_WORDS, REFUSED_RETRY_AFTER_S, refusalProblem } from './admission.js';
 import type { AdmissionRefusal } from './admission.js';
 import { mediaStreamClosed } from './paced-call-leg.js';
 import type { PacedCallLeg } from './paced-call-leg.js';
@@ -119,7 +119,7 @@ export function attachMediaStreamEndpoint<L extends PacedCallLeg, M>(target: Ser
     const refusal = opts.admit?.();
     if (refusal) {
       mediaStreamClosed.increment(refusal.reason);
-      log.warn(refusal, `media stream refused: gateway ${refusal.reason === 'at-capacity' ? 'at capacity' : 'overloaded'}`);
+      log.warn(refusal, `media stream refused: gateway ${REFUSAL_WORDS[refusal.reason]}`);
       return refuseUpgrade(socket, 503, { 'Retry-After': String(REFUSED_RETRY_AFTER_S) }, refusalProblem(refusal));
     }
     wss.handleUpgrade(req, socket, head, (ws) => handshake(ws, req));

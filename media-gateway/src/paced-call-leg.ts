@@ -16,7 +16,7 @@ import type { RejectReason } from './twilio/serializer.js';
 import { TaggedCounter } from './twilio/tagged-counter.js';
 
 /** Why a media stream socket closed (tag `reason`). */
-export type MediaStreamCloseReason = 'hangup' | 'socket-lost' | 'local' | 'shutdown' | 'unsupported-format' | 'bad-handshake' | 'handshake-timeout' | 'handshake-lost' | 'bad-signature' | 'at-capacity' | 'overloaded';
+export type MediaStreamCloseReason = 'hangup' | 'socket-lost' | 'local' | 'shutdown' | 'unsupported-format' | 'bad-handshake' | 'handshake-timeout' | 'handshake-lost' | 'bad-signature' | 'at-capacity' | 'overloaded' | 'draining';
 
 /** `svc.telephony.media_stream_closed{reason}`: every closed (or refused) carrier stream, by reason, all carriers together. */
 export const mediaStreamClosed = new TaggedCounter<MediaStreamCloseReason>('svc.telephony.media_stream_closed', 'reason');

@@ -1,6 +1,6 @@
 import { createBus, stopOnSignals } from '@vap/shared';
 import { pino } from 'pino';
-import { loadGatewayConfig } from './config.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS, loadGatewayConfig } from './config.js';
 import { startMediaGateway } from './gateway.js';
 
 /** The media gateway alone (several-machine deployments; needs NATS_URL to reach a control plane). */
@@ -10,7 +10,9 @@ async function main(): Promise<void> {
   const bus = await createBus(config.natsUrl, { name: 'media-gateway', subjectPrefix: config.natsSubjectPrefix, onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
   const gw = await startMediaGateway(config, { bus, logger });
   logger.info({ url: gw.url, bus: bus.kind }, 'media gateway listening');
-  stopOnSignals(async () => {
+  // A rolling restart does not cut calls: they may go on for GATEWAY_DRAIN_TIMEOUT_MS first (a second signal ends them now).
+  stopOnSignals(async (hurry) => {
+    await gw.drain(config.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS, hurry);
     await gw.close();
     await bus.close();
   });

@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TwilioCallerSimulator, twilioSid } from '@vap/media-gateway/simulators';
-import { TWILIO_TOKEN, collectUnhandledRejections, freePort, startPlatform } from './platform.js';
+import { platformWithGatewayProcess } from './gateway-process.js';
+import type { GatewayProcess } from './gateway-process.js';
+import { TWILIO_TOKEN, collectUnhandledRejections } from './platform.js';
 import type { Json, Platform } from './platform.js';
 
 // A media gateway killed mid-call (kill -9): its process runs media-gateway/src/server.ts,
@@ -11,75 +10,21 @@ import type { Json, Platform } from './platform.js';
 // control plane runs here on NATS. Only the control plane's watchdog can end the call.
 
 const natsUrl = process.env.TEST_NATS_URL;
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const HEARTBEAT_MS = 500;
 
 let p: Platform;
-let child: ChildProcess | undefined;
-let childUrl = '';
-const childOutput: string[] = [];
-const killChild = (): void => void child?.kill('SIGKILL');
-
-/** Starts the gateway process and waits for its health endpoint. */
-async function startGatewayProcess(port: number, natsSubjectPrefix: string): Promise<void> {
-  childUrl = `http://127.0.0.1:${port}`;
-  child = spawn(process.execPath, ['--import', 'tsx', 'media-gateway/src/server.ts'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      NATS_URL: natsUrl,
-      NATS_SUBJECT_PREFIX: natsSubjectPrefix,
-      GATEWAY_HOST: '127.0.0.1',
-      GATEWAY_PORT: String(port),
-      MEDIA_GATEWAY_PUBLIC_URL: `ws://127.0.0.1:${port}`,
-      TWILIO_AUTH_TOKEN: TWILIO_TOKEN,
-      GATEWAY_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_MS),
-      LOG_LEVEL: 'warn',
-    },
-  });
-  childOutput.length = 0;
-  child.stdout!.on('data', (d: Buffer) => childOutput.push(d.toString()));
-  child.stderr!.on('data', (d: Buffer) => childOutput.push(d.toString()));
-  // Whatever happens to this worker, the gateway process goes with it.
-  process.removeListener('exit', killChild);
-  process.once('exit', killChild);
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`gateway process exited with ${child.exitCode}:\n${childOutput.join('')}`);
-    const ok = await fetch(`${childUrl}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`gateway process not healthy within 30 s:\n${childOutput.join('')}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+let gateway: GatewayProcess | undefined;
 
 describe.skipIf(!natsUrl)('a media gateway process killed mid-call', () => {
   beforeAll(async () => {
     // The platform's own in-process gateway stays idle (a surviving gateway beside the dead
     // one); the control plane hands callers the stream URL of the child process.
-    // Between freePort and the child's listen the port can be taken by a parallel test (CI once:
-    // EADDRINUSE): then both start again on another port, up to 5 times.
-    for (let attempt = 1; ; attempt++) {
-      const port = await freePort();
-      p = await startPlatform('nats', { CALL_WATCHDOG_INTERVAL_MS: '500', MEDIA_GATEWAY_PUBLIC_URL: `ws://127.0.0.1:${port}` });
-      try {
-        await startGatewayProcess(port, p.natsSubjectPrefix);
-        break;
-      } catch (err) {
-        killChild();
-        if (attempt >= 5 || !String(err).includes('EADDRINUSE')) throw err;
-        await p.close();
-      }
-    }
+    ({ p, gateway } = await platformWithGatewayProcess({ CALL_WATCHDOG_INTERVAL_MS: '500' }, { GATEWAY_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_MS) }));
   }, 120_000);
   const rejections = collectUnhandledRejections();
   afterEach(() => expect(rejections.reasons).toEqual([]));
   afterAll(async () => {
-    killChild();
-    process.removeListener('exit', killChild);
+    gateway?.kill();
     await p?.close();
     rejections.stop();
     expect(rejections.reasons).toEqual([]);
@@ -103,7 +48,7 @@ describe.skipIf(!natsUrl)('a media gateway process killed mid-call', () => {
     expect(call.heardAgentAudioMs).toBeGreaterThan(0);
 
     const killedAt = Date.now();
-    child!.kill('SIGKILL');
+    gateway!.child.kill('SIGKILL');
 
     // The caller's media socket dies with the process.
     const code = await Promise.race([call.closed, new Promise<'open'>((r) => setTimeout(() => r('open'), 2000))]);

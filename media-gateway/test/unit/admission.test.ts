@@ -30,6 +30,17 @@ describe('gateway admission', () => {
     expect(a.check()).toBeNull();
   });
 
+  it('refuses every call once draining, with no limit set and whatever the load, counting the calls it carries', () => {
+    let calls = 3;
+    const a = admit({ calls: () => calls });
+    expect(a.check()).toBeNull();
+    a.drain();
+    expect(a.check()).toEqual({ reason: 'draining', calls: 3 });
+    calls = 0;
+    expect(a.check()).toEqual({ reason: 'draining', calls: 0 });
+    expect(a.callsCarried()).toBe(0);
+  });
+
   it('takes every call with both rules at 0, whatever the load and lag', () => {
     vi.useFakeTimers();
     const a = admit({ calls: () => 10_000, threadLagMs: () => 60_000 });
