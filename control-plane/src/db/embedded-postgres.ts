@@ -93,8 +93,13 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** A live process's command line, or null where `ps` cannot tell (Windows; gone). */
+/** A live process's command line (from /proc on Linux, where slim images have no `ps`), or null where neither tells (Windows; gone). */
 function commandLine(pid: number): string | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim() || null;
+  } catch {
+    // No /proc: ask ps (macOS, BSD).
+  }
   try {
     return execFileSync('ps', ['-p', String(pid), '-o', 'args='], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || null;
   } catch {
