@@ -5,7 +5,7 @@
  * knows both.
  */
 import { ConfigError, bootstrapBanner, createLogger, loadConfig, startControlPlane } from '@vap/control-plane';
-import { DEFAULT_DRAIN_TIMEOUT_MS, loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
+import { loadGatewayConfig, startMediaGateway } from '@vap/media-gateway';
 import { createBus, stopOnSignals } from '@vap/shared';
 
 async function main(): Promise<void> {
@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   // The gateway drains first (its calls may go on for GATEWAY_DRAIN_TIMEOUT_MS; a second Ctrl-C
   // ends them now) while the control plane still stores what they send.
   stopOnSignals(async (hurry) => {
-    await gw.drain(gatewayConfig.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS, hurry);
+    await gw.drain({ hurry });
     await gw.close();
     await cp.close();
     await bus.close();

@@ -9,6 +9,7 @@ import type { ProviderRuntime } from '@vap/voice-pipeline';
 import { Admission, REFUSED_RETRY_AFTER_S, admissionLimits, refusalProblem } from './admission.js';
 import type { CallLeg } from './call-leg.js';
 import { CallSessions } from './call-sessions.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from './config.js';
 import type { GatewayConfig } from './config.js';
 import { GatewayMetrics } from './metrics/gateway-metrics.js';
 import { EncoderPool } from './recording/encoder-pool.js';
@@ -48,10 +49,11 @@ export interface MediaGateway {
   /**
    * Shutdown's first step: from now on every new call is refused (503 at the upgrade, reason
    * `draining`; `/readyz` 503), while the calls carried go on until they end, `timeoutMs` pass
-   * or `hurry` aborts. Resolves with the number of calls still carried then, which `close`
-   * ends (`gateway_shutdown`). Heartbeats go on meanwhile, so control planes keep the calls.
+   * (default: the config's `drainTimeoutMs`) or `hurry` aborts. Resolves with the number of
+   * calls still carried then, which `close` ends (`gateway_shutdown`). Heartbeats go on
+   * meanwhile, so control planes keep the calls.
    */
-  drain(timeoutMs: number, hurry?: AbortSignal): Promise<number>;
+  drain(opts?: { timeoutMs?: number; hurry?: AbortSignal }): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -168,7 +170,7 @@ export async function startMediaGateway(
     const s = sessions?.summary(req.params.callSid);
     return s ?? sendGatewayProblem(reply, 404, 'No recent call with this id on this gateway.', { callSid: req.params.callSid });
   });
-  const drain = async (timeoutMs: number, hurry?: AbortSignal): Promise<number> => {
+  const drain = async ({ timeoutMs = config.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS, hurry }: { timeoutMs?: number; hurry?: AbortSignal } = {}): Promise<number> => {
     admission.drain();
     const started = performance.now();
     // A call is over once its stream is closed and its session has ended (recording stored, end record sent).

@@ -1,4 +1,4 @@
-export { loadGatewayConfig, gatewayConfigSchema, GATEWAY_BOUNDS, DEFAULT_DRAIN_TIMEOUT_MS } from './config.js';
+export { loadGatewayConfig, gatewayConfigSchema, GATEWAY_BOUNDS } from './config.js';
 export type { GatewayConfig } from './config.js';
 export { startMediaGateway } from './gateway.js';
 export { admissionLimits } from './admission.js';

@@ -1,6 +1,6 @@
 import { createBus, stopOnSignals } from '@vap/shared';
 import { pino } from 'pino';
-import { DEFAULT_DRAIN_TIMEOUT_MS, loadGatewayConfig } from './config.js';
+import { loadGatewayConfig } from './config.js';
 import { startMediaGateway } from './gateway.js';
 
 /** The media gateway alone (several-machine deployments; needs NATS_URL to reach a control plane). */
@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   logger.info({ url: gw.url, bus: bus.kind }, 'media gateway listening');
   // A rolling restart does not cut calls: they may go on for GATEWAY_DRAIN_TIMEOUT_MS first (a second signal ends them now).
   stopOnSignals(async (hurry) => {
-    await gw.drain(config.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS, hurry);
+    await gw.drain({ hurry });
     await gw.close();
     await bus.close();
   });

@@ -54,6 +54,16 @@ function processGroup(pid: number): number {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
 }
 
+/** A control plane on the embedded Postgres of `dataDir`, listening on `port`. */
+function startOnEmbedded(dataDir: string, port: string): Promise<ControlPlane> {
+  return startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger });
+}
+
+/** A new empty DATA_DIR and a port for its embedded Postgres (the caller removes the directory). */
+function embeddedDataDir(): { dataDir: string; port: string } {
+  return { dataDir: mkdtempSync(path.join(tmpdir(), 'vap-embedded-')), port: String(50_000 + Math.floor(Math.random() * 4000)) };
+}
+
 const embeddedModule = fileURLToPath(new URL('../../src/db/embedded-postgres.ts', import.meta.url));
 
 /**
@@ -149,12 +159,11 @@ describe('starting the control plane', () => {
   });
 
   it('runs on an embedded Postgres without DATABASE_URL and keeps its data across restarts', async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'vap-embedded-'));
-    const port = String(50_000 + Math.floor(Math.random() * 4000));
+    const { dataDir, port } = embeddedDataDir();
     try {
       const listeners = () => ['beforeExit', 'SIGINT', 'SIGTERM'].map((e) => process.listenerCount(e));
       const before = listeners();
-      const first = await startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger });
+      const first = await startOnEmbedded(dataDir, port);
       expect(first.databaseMode).toBe('embedded');
       // embedded-postgres's own exit hooks would force exit code 0 on beforeExit and race our signal handling.
       expect(listeners()).toEqual(before);
@@ -181,7 +190,7 @@ describe('starting the control plane', () => {
       }
       await first.close();
 
-      const second = await startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger });
+      const second = await startOnEmbedded(dataDir, port);
       try {
         expect(second.bootstrap).toBeNull();
         const got = await api(second, key, 'GET', `/api/v1/agents/${String(agent.body.id)}`);
@@ -193,16 +202,16 @@ describe('starting the control plane', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 60_000);
+
   it('stops an embedded Postgres left running by a killed process, and starts on its data', async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'vap-embedded-'));
-    const port = String(50_000 + Math.floor(Math.random() * 4000));
+    const { dataDir, port } = embeddedDataDir();
     const leftover = await embeddedPostgresProcess(dataDir, port);
     try {
       leftover.child.kill('SIGKILL');
       await leftover.exited;
       expect(isAlive(leftover.serverPid)).toBe(true);
       // Before: "undefined" (the new server refused the data directory its lock file names), on every start.
-      const cp = await startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger });
+      const cp = await startOnEmbedded(dataDir, port);
       try {
         expect(isAlive(leftover.serverPid)).toBe(false);
         expect((await cp.database.pool.query<{ v: string }>('select v from left_behind')).rows).toEqual([{ v: 'kept' }]);
@@ -216,11 +225,10 @@ describe('starting the control plane', () => {
   }, 90_000);
 
   it('refuses a DATA_DIR whose embedded Postgres belongs to a process still running, and leaves that server alone', async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'vap-embedded-'));
-    const port = String(50_000 + Math.floor(Math.random() * 4000));
+    const { dataDir, port } = embeddedDataDir();
     const other = await embeddedPostgresProcess(dataDir, port);
     try {
-      await expect(startControlPlane(env(undefined, { DATA_DIR: dataDir, EMBEDDED_PG_PORT: port }), { bus: new InProcessBus(), logger })).rejects.toThrow(
+      await expect(startOnEmbedded(dataDir, port)).rejects.toThrow(
         `The embedded Postgres in ${path.join(dataDir, 'postgres')} (pid ${other.serverPid}) belongs to a process still running (pid ${other.child.pid}): another platform uses this DATA_DIR. Stop it, or give this one another DATA_DIR.`,
       );
       expect(isAlive(other.serverPid)).toBe(true);

@@ -77,7 +77,7 @@ describe('a draining gateway', () => {
     const g = await startGateway();
     const call = await callInProgress(g);
     let drainedWith: number | undefined;
-    const drained = g.drain(60_000).then((n) => (drainedWith = n));
+    const drained = g.drain({ timeoutMs: 60_000 }).then((n) => (drainedWith = n));
 
     const detail = 'The gateway is shutting down: it finishes the 1 call it carries and takes no new one';
     const ready = await fetch(`${g.url}/readyz`);
@@ -108,7 +108,7 @@ describe('a draining gateway', () => {
   it('resolves at once when no call is in progress', async () => {
     const g = await startGateway();
     const startedAt = performance.now();
-    expect(await g.drain(60_000)).toBe(0);
+    expect(await g.drain({ timeoutMs: 60_000 })).toBe(0);
     expect(performance.now() - startedAt).toBeLessThan(1000);
     expect((await fetch(`${g.url}/readyz`)).status).toBe(503);
   });
@@ -117,7 +117,7 @@ describe('a draining gateway', () => {
     const g = await startGateway();
     const call = await callInProgress(g);
     const startedAt = performance.now();
-    expect(await g.drain(700)).toBe(1);
+    expect(await g.drain({ timeoutMs: 700 })).toBe(1);
     const tookMs = performance.now() - startedAt;
     expect(tookMs).toBeGreaterThanOrEqual(690);
     expect(tookMs).toBeLessThan(5000);
@@ -130,7 +130,7 @@ describe('a draining gateway', () => {
     const g = await startGateway();
     await callInProgress(g);
     const hurry = new AbortController();
-    const drained = g.drain(60_000, hurry.signal);
+    const drained = g.drain({ timeoutMs: 60_000, hurry: hurry.signal });
     await new Promise((r) => setTimeout(r, 300));
     const hurriedAt = performance.now();
     hurry.abort();

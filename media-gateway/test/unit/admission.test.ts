@@ -106,4 +106,13 @@ describe('gateway admission', () => {
       expect(() => loadGatewayConfig({ GATEWAY_OVERLOAD_LAG_MS: bad })).toThrow(/- GATEWAY_OVERLOAD_LAG_MS:/);
     }
   });
+
+  it('drains for GATEWAY_DRAIN_TIMEOUT_MS on shutdown (default 20 s, 0 allowed, at most a day), naming a bad value', () => {
+    expect(loadGatewayConfig({})).toMatchObject({ drainTimeoutMs: 20_000 });
+    expect(loadGatewayConfig({ GATEWAY_DRAIN_TIMEOUT_MS: '0' })).toMatchObject({ drainTimeoutMs: 0 });
+    expect(loadGatewayConfig({ GATEWAY_DRAIN_TIMEOUT_MS: '600000' })).toMatchObject({ drainTimeoutMs: 600_000 });
+    for (const bad of ['-1', '1.5', 'long', '86400001']) {
+      expect(() => loadGatewayConfig({ GATEWAY_DRAIN_TIMEOUT_MS: bad })).toThrow(/- GATEWAY_DRAIN_TIMEOUT_MS:/);
+    }
+  });
 });
