@@ -237,8 +237,8 @@ export async function buildApp(config: ControlPlaneConfig, deps: AppDeps): Promi
 
   await app.register(recordingFileRoutes, { service: recordings });
   await app.register(telnyxWebhookRoutes, { db: deps.database.db, publicKey: deps.telnyxPublicKey ?? config.telnyx.publicKey, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl, secrets: deps.secrets, now });
-  await app.register(vonageWebhookRoutes, { db: deps.database.db, signatureSecret: deps.vonageSignatureSecret ?? config.vonage.signatureSecret, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
-  await app.register(twilioWebhookRoutes, { db: deps.database.db, authToken: deps.twilioAuthToken ?? config.twilio.authToken, publicUrl: config.publicUrl, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl });
+  await app.register(vonageWebhookRoutes, { db: deps.database.db, signatureSecret: deps.vonageSignatureSecret ?? config.vonage.signatureSecret, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl, now });
+  await app.register(twilioWebhookRoutes, { db: deps.database.db, authToken: deps.twilioAuthToken ?? config.twilio.authToken, publicUrl: config.publicUrl, mediaGatewayPublicUrl: config.mediaGatewayPublicUrl, now });
   await app.register(messagingRoutes, {
     database: deps.database,
     log: deps.logger.child({ module: 'messaging' }),

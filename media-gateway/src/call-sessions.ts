@@ -44,6 +44,8 @@ export class CallSessions {
   private readonly active = new Map<string, ActiveCall>();
   private readonly recent = new Map<string, CallSummary>();
   private heartbeat: NodeJS.Timeout | undefined;
+  private beat: (() => void) | undefined;
+  private draining = false;
   private readonly endRecords: EndRecordDelivery;
 
   constructor(
@@ -84,7 +86,7 @@ export class CallSessions {
   }
 
   startHeartbeat(): void {
-    const beat = () => {
+    this.beat = () => {
       void this.deps.bus
         .publish('gatewayHeartbeat', SUBJECTS.gatewayHeartbeat.subject(this.deps.gatewayId), {
           gatewayId: this.deps.gatewayId,
@@ -92,12 +94,24 @@ export class CallSessions {
           activeConversationIds: [...this.active.keys(), ...this.endRecords.conversationIds],
           intervalMs: this.deps.heartbeatIntervalMs,
           at: new Date().toISOString(),
+          draining: this.draining,
         })
         .catch((err: unknown) => this.deps.logger.warn({ err }, 'heartbeat publish failed'));
     };
-    beat();
-    this.heartbeat = setInterval(beat, this.deps.heartbeatIntervalMs);
+    this.beat();
+    this.heartbeat = setInterval(this.beat, this.deps.heartbeatIntervalMs);
     this.heartbeat.unref();
+  }
+
+  /**
+   * From now on the heartbeats say this gateway drains (takes no new call), starting with one
+   * sent at once: while every gateway drains, control planes answer carriers' new calls with
+   * their apology instead of routing them here to be refused.
+   */
+  drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    this.beat?.();
   }
 
   /** Takes a new leg; never throws (a call that cannot run is hung up and reported). */

@@ -51,7 +51,8 @@ export interface MediaGateway {
    * `draining`; `/readyz` 503), while the calls carried go on until they end, `timeoutMs` pass
    * (default: the config's `drainTimeoutMs`) or `hurry` aborts. Resolves with the number of
    * calls still carried then, which `close` ends (`gateway_shutdown`). Heartbeats go on
-   * meanwhile, so control planes keep the calls.
+   * meanwhile, so control planes keep the calls; they say the gateway drains (one is sent at
+   * once), so while every gateway drains control planes answer new calls with their apology.
    */
   drain(opts?: { timeoutMs?: number; hurry?: AbortSignal }): Promise<number>;
   close(): Promise<void>;
@@ -172,6 +173,7 @@ export async function startMediaGateway(
   });
   const drain = async ({ timeoutMs = config.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS, hurry }: { timeoutMs?: number; hurry?: AbortSignal } = {}): Promise<number> => {
     admission.drain();
+    sessions?.drain();
     const started = performance.now();
     // A call is over once its stream is closed and its session has ended (recording stored, end record sent).
     const left = () => Math.max(admission.callsCarried(), sessions?.activeCalls ?? 0);

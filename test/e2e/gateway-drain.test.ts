@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { twilioSid } from '@vap/media-gateway/simulators';
 import { SAME_SIGNAL_WITHIN_MS } from '@vap/shared';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
+import { isolatedDatabase } from '../../control-plane/test/helpers.js';
 import { platformWithGatewayProcess } from './gateway-process.js';
 import type { GatewayProcess } from './gateway-process.js';
 import { callInProgress, collectUnhandledRejections } from './platform.js';
@@ -10,6 +11,9 @@ import type { Json, Platform } from './platform.js';
 // A media gateway process (media-gateway/src/server.ts, as deployed, on NATS) stopped with
 // SIGTERM mid-call, as a rolling restart does: it drains. New calls are refused while the
 // call in progress goes on to its own end and is stored whole; a second signal ends it now.
+// A database of its own: a draining gateway's heartbeats make a control plane answer new
+// calls with its apology while no other gateway takes calls (drain-inbound.test.ts), and
+// other files' calls are routed on the shared one.
 
 const natsUrl = process.env.TEST_NATS_URL;
 const HEARTBEAT_MS = 500;
@@ -17,11 +21,13 @@ const LINE = 'Hi, I would like to book a table for two tonight.';
 
 let p: Platform | undefined;
 let gateway: GatewayProcess | undefined;
+let iso: Awaited<ReturnType<typeof isolatedDatabase>> | undefined;
 
 /** The platform and a gateway process that drains for up to a minute. */
 async function start(): Promise<{ p: Platform; gateway: GatewayProcess }> {
+  iso = await isolatedDatabase(2);
   ({ p, gateway } = await platformWithGatewayProcess(
-    { CALL_WATCHDOG_INTERVAL_MS: '500' },
+    { CALL_WATCHDOG_INTERVAL_MS: '500', DATABASE_URL: iso.url },
     { GATEWAY_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_MS), GATEWAY_DRAIN_TIMEOUT_MS: '60000', LOG_LEVEL: 'info' },
   ));
   return { p, gateway };
@@ -44,6 +50,8 @@ describe.skipIf(!natsUrl)('a media gateway process stopped with SIGTERM mid-call
     gateway = undefined;
     await p?.close();
     p = undefined;
+    await iso?.drop();
+    iso = undefined;
     expect(rejections.reasons).toEqual([]);
   });
 

@@ -158,8 +158,9 @@ export async function publishEnded(bus: Bus, rec: Payload<'sessionEnded'>): Prom
   await bus.publish('sessionEnded', SUBJECTS.sessionEnded.subject(rec.tenantId, rec.conversationId), rec);
 }
 
-export async function publishHeartbeat(bus: Bus, gatewayId: string, activeConversationIds: string[], intervalMs = 1000): Promise<void> {
-  await bus.publish('gatewayHeartbeat', SUBJECTS.gatewayHeartbeat.subject(gatewayId), { gatewayId, activeConversationIds, intervalMs, at: new Date().toISOString() });
+/** A gateway's heartbeat; `draining` left out unless given, as gateways of earlier versions send it. */
+export async function publishHeartbeat(bus: Bus, gatewayId: string, activeConversationIds: string[], intervalMs = 1000, draining?: boolean): Promise<void> {
+  await bus.publish('gatewayHeartbeat', SUBJECTS.gatewayHeartbeat.subject(gatewayId), { gatewayId, activeConversationIds, intervalMs, at: new Date().toISOString(), ...(draining === undefined ? {} : { draining }) });
 }
 
 /** Records every platform event of one tenant. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeTwilioSignature } from '@vap/shared';
 import { APOLOGY_TEXT } from '../../src/modules/telephony/inbound-answer.js';
+import { GatewayIntake } from '../../src/modules/telephony/gateway-intake.js';
 import { InboundCallRouter } from '../../src/modules/telephony/inbound-call-router.js';
 import { PhoneNumberRepository } from '../../src/modules/telephony/phone-number-repository.js';
 import { createTenant, createTestApp } from '../helpers.js';
@@ -136,7 +137,7 @@ describe('POST /webhooks/twilio/voice', () => {
 
   it('takes a called number with a NUL or an unpaired surrogate for an unknown number (no lookup, no error)', async () => {
     expectApology(await postTwilio(t.app, '/webhooks/twilio/voice', voiceParams(`${routed.phoneNumber}\u0000`)));
-    const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(t.database.db), mediaGatewayPublicUrl: 'wss://gw.example.com' });
+    const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(t.database.db), mediaGatewayPublicUrl: 'wss://gw.example.com', gateways: new GatewayIntake(t.database.db) });
     for (const to of ['+1555\u0000', '+1555\ud800']) {
       const decision = await router.answer('twilio', { callSid: `CA${'1'.repeat(32)}`, from: '+14155550100', to });
       expect(decision.outcome, JSON.stringify(to)).toBe('unknown-number');

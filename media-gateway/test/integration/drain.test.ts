@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { InProcessBus, newId } from '@vap/shared';
+import { InProcessBus, SUBJECTS, newId } from '@vap/shared';
 import type { AgentConfig, BusSubscription, Payload } from '@vap/shared';
 import { callerSpeechMulaw, startProviders } from '@vap/voice-pipeline';
 import type { ProviderRuntime } from '@vap/voice-pipeline';
@@ -104,6 +104,26 @@ describe('a draining gateway', () => {
     expect(drainedWith).toBe(0);
     expect(await endRecord(call)).toMatchObject({ status: 'completed', endReason: 'user_ended' });
   }, 60_000);
+
+  it('says so in its heartbeats from the start of the drain, the first sent at once (control planes then answer new calls with their apology)', async () => {
+    const heartbeats: Payload<'gatewayHeartbeat'>[] = [];
+    const sub = bus.subscribe('gatewayHeartbeat', SUBJECTS.gatewayHeartbeat.wildcard, (m) => void heartbeats.push(m.payload));
+    try {
+      // Beats every 5 s (the default): a beat within a second of the drain is the drain's own.
+      const g = await startGateway();
+      const ours = () => heartbeats.filter((hb) => hb.gatewayId === g.gatewayId);
+      await vi.waitFor(() => expect(ours()).toHaveLength(1), { timeout: 5000, interval: 20 });
+      expect(ours()[0]).toMatchObject({ draining: false, intervalMs: 5000 });
+      const call = await callInProgress(g);
+      const drained = g.drain({ timeoutMs: 60_000 });
+      await vi.waitFor(() => expect(ours().length).toBeGreaterThan(1), { timeout: 1000, interval: 20 });
+      expect(ours()[1]).toMatchObject({ draining: true, activeConversationIds: [conversations.get(call.callSid)] });
+      await call.hangup();
+      expect(await drained).toBe(0);
+    } finally {
+      await sub.close();
+    }
+  }, 30_000);
 
   it('resolves at once when no call is in progress', async () => {
     const g = await startGateway();

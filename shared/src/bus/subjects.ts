@@ -176,11 +176,21 @@ export const SUBJECTS = {
   /**
    * A gateway's pulse, every few seconds, naming the calls it is carrying. A control plane
    * fails `in_progress` conversations of a gateway that has gone quiet (crash, kill -9).
+   * `draining`: the gateway is shutting down and takes no new call (sent at once when the
+   * drain starts); while every gateway heard from drains, a control plane answers carriers'
+   * new calls with its apology instead of a stream that would be refused. Absent (gateways of
+   * earlier versions): not draining.
    */
   gatewayHeartbeat: {
     subject: (gatewayId: string) => `gateway.${gatewayId}.heartbeat`,
     wildcard: 'gateway.*.heartbeat',
-    schema: z.object({ gatewayId: z.string(), activeConversationIds: z.array(z.string()), intervalMs: z.number().int().positive(), at: z.string() }),
+    schema: z.object({
+      gatewayId: z.string(),
+      activeConversationIds: z.array(z.string()),
+      intervalMs: z.number().int().positive(),
+      at: z.string(),
+      draining: z.boolean().optional(),
+    }),
   },
   /** A message of a live call was spoken or heard; stored at once so a crash loses little. */
   sessionMessage: {

@@ -138,4 +138,6 @@ export const gatewayHeartbeats = pgTable('gateway_heartbeats', {
   gatewayId: text('gateway_id').primaryKey(),
   intervalMs: integer('interval_ms').notNull(),
   lastSeenAt: timestamp('last_seen_at', { withTimezone: true, mode: 'date' }).notNull(),
+  /** Its last heartbeat said it is shutting down and takes no new call. */
+  draining: boolean('draining').notNull().default(false),
 });

@@ -259,7 +259,7 @@ export class CallService {
    * just before this heartbeat, and that another control plane is storing, commits first.
    */
   async heartbeat(hb: Payload<'gatewayHeartbeat'>, settleMs = 0): Promise<void> {
-    await this.blind(this.repo.heartbeat(hb.gatewayId, hb.intervalMs, new Date(this.now())));
+    await this.blind(this.repo.heartbeat(hb.gatewayId, hb.intervalMs, new Date(this.now()), hb.draining ?? false));
     if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
     const nowMs = this.now();
     const staged: PlatformEvent[] = [];

@@ -403,12 +403,12 @@ export class ConversationRepository {
     });
   }
 
-  /** Records a gateway's heartbeat at `now`. */
-  async heartbeat(gatewayId: string, intervalMs: number, now: Date): Promise<void> {
+  /** Records a gateway's heartbeat at `now`, and whether it drains (takes no new call). */
+  async heartbeat(gatewayId: string, intervalMs: number, now: Date, draining = false): Promise<void> {
     await this.db
       .insert(gatewayHeartbeats)
-      .values({ gatewayId, intervalMs, lastSeenAt: now })
-      .onConflictDoUpdate({ target: gatewayHeartbeats.gatewayId, set: { intervalMs, lastSeenAt: now } });
+      .values({ gatewayId, intervalMs, lastSeenAt: now, draining })
+      .onConflictDoUpdate({ target: gatewayHeartbeats.gatewayId, set: { intervalMs, lastSeenAt: now, draining } });
   }
 
   /**

@@ -5,7 +5,7 @@ import type { InboundRoute } from './phone-number-repository.js';
 import type { StreamTokens } from './stream-token.js';
 
 /** Why a call was not connected (logged; the caller only hears the apology). */
-export type InboundRefusal = 'missing-parameters' | 'unknown-number' | 'no-agent' | 'agent-inactive' | 'error';
+export type InboundRefusal = 'missing-parameters' | 'unknown-number' | 'no-agent' | 'agent-inactive' | 'gateways-draining' | 'error';
 
 /** The decision for one inbound call: the answer to send, and what it routed to. */
 export type InboundDecision =
@@ -37,19 +37,26 @@ export interface InboundRequest {
 /**
  * Routes an inbound call: the called number → its assigned agent → that agent's tenant,
  * and answers with a stream to the media gateway; anything else, including a failing
- * database, becomes the apology. Never throws: a carrier that gets an error instead of
- * TwiML plays its own failure message or tries the fallback URL.
+ * database, becomes the apology. So does a call while every media gateway drains (shuts
+ * down): its stream would be refused, and the caller would hear nothing before the carrier
+ * hangs up. Never throws: a carrier that gets an error instead of TwiML plays its own
+ * failure message or tries the fallback URL.
  */
 export class InboundCallRouter {
   private readonly numbers: { findInboundRoute(provider: InboundProvider, phoneNumber: string): Promise<InboundRoute | undefined> };
   private readonly mediaGatewayPublicUrl: string;
   private readonly streamTokens: StreamTokens | undefined;
+  private readonly gateways: { allDraining(): Promise<boolean> };
 
-  /** `streamTokens`: a carrier whose streams arrive unsigned (Telnyx) gets a token in its answer, which call.prepare checks. */
-  constructor(deps: { numbers: InboundCallRouter['numbers']; mediaGatewayPublicUrl: string; streamTokens?: StreamTokens }) {
+  /**
+   * `streamTokens`: a carrier whose streams arrive unsigned (Telnyx) gets a token in its answer, which call.prepare checks.
+   * `gateways`: whether every media gateway drains (GatewayIntake, from their heartbeats).
+   */
+  constructor(deps: { numbers: InboundCallRouter['numbers']; mediaGatewayPublicUrl: string; streamTokens?: StreamTokens; gateways: InboundCallRouter['gateways'] }) {
     this.numbers = deps.numbers;
     this.mediaGatewayPublicUrl = deps.mediaGatewayPublicUrl;
     this.streamTokens = deps.streamTokens;
+    this.gateways = deps.gateways;
   }
 
   async answer(provider: InboundProvider, call: InboundRequest): Promise<InboundDecision> {
@@ -58,8 +65,10 @@ export class InboundCallRouter {
     // No number of ours holds a NUL or an unpaired surrogate (and Postgres could not look one up).
     if (unstorableTextReason(call.to) !== null) return { outcome: 'unknown-number', answer: apology };
     let route: InboundRoute | undefined;
+    let allDraining: boolean;
     try {
-      route = await this.numbers.findInboundRoute(provider, call.to);
+      // Both at once: the carrier waits on this answer before the caller hears anything.
+      [route, allDraining] = await Promise.all([this.numbers.findInboundRoute(provider, call.to), this.gateways.allDraining()]);
     } catch (error) {
       return { outcome: 'error', answer: apology, error };
     }
@@ -67,6 +76,7 @@ export class InboundCallRouter {
     const { agent, numberId } = route;
     if (!agent) return { outcome: 'no-agent', answer: apology, numberId };
     if (agent.status !== 'active') return { outcome: 'agent-inactive', answer: apology, numberId, agentId: agent.id };
+    if (allDraining) return { outcome: 'gateways-draining', answer: apology, numberId, agentId: agent.id };
     const ids = { agentId: agent.id, tenantId: agent.tenantId, callSid: call.callSid };
     const answer = connectAnswer(provider, this.mediaGatewayPublicUrl, {
       ...ids,

@@ -3,6 +3,7 @@ import { AppError, TELNYX_SIGNATURE_HEADER, TELNYX_TIMESTAMP_HEADER, checkTelnyx
 import type { Db } from '../../db/database.js';
 import { sendProblem } from '../../http/problem.js';
 import { apologyAnswer } from './inbound-answer.js';
+import { GatewayIntake } from './gateway-intake.js';
 import { InboundCallRouter, logInboundDecision } from './inbound-call-router.js';
 import type { InboundRequest } from './inbound-call-router.js';
 import { PhoneNumberRepository } from './phone-number-repository.js';
@@ -74,7 +75,12 @@ const PREFIXES = ['', '/api/v1'] as const;
  * answered 200 with a spoken apology and a hang-up.
  */
 export const telnyxWebhookRoutes: FastifyPluginAsync<TelnyxWebhookOptions> = async (app, opts) => {
-  const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(opts.db), mediaGatewayPublicUrl: opts.mediaGatewayPublicUrl, streamTokens: new StreamTokens(opts.secrets, opts.now) });
+  const router = new InboundCallRouter({
+    numbers: new PhoneNumberRepository(opts.db),
+    mediaGatewayPublicUrl: opts.mediaGatewayPublicUrl,
+    streamTokens: new StreamTokens(opts.secrets, opts.now),
+    gateways: new GatewayIntake(opts.db, opts.now),
+  });
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: 64 * 1024 }, (req, body, done) => done(null, new RawBody(String(body), String(req.headers['content-type'] ?? ''))));

@@ -3,6 +3,7 @@ import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { apologyAnswer } from './inbound-answer.js';
 import { CarrierCallEventStore } from './carrier-call-event-store.js';
+import { GatewayIntake } from './gateway-intake.js';
 import { InboundCallRouter, logInboundDecision } from './inbound-call-router.js';
 import { PhoneNumberRepository } from './phone-number-repository.js';
 import { registerTwilioFormParser, verifyTwilioRequest } from './twilio-request.js';
@@ -17,6 +18,8 @@ export interface TwilioWebhookOptions {
   publicUrl: string;
   /** The media gateway's public base (`wss://…`) for stream URLs. */
   mediaGatewayPublicUrl: string;
+  /** Clock the gateways' heartbeats are judged by, epoch ms (the one they are stored with). Default `Date.now`. */
+  now?: () => number;
 }
 
 const PUBLIC = { scope: null } as const;
@@ -40,7 +43,7 @@ function sipDetail(code: string | undefined): string | undefined {
  * so the caller hears something better than the carrier's error message.
  */
 export const twilioWebhookRoutes: FastifyPluginAsync<TwilioWebhookOptions> = async (app, opts) => {
-  const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(opts.db), mediaGatewayPublicUrl: opts.mediaGatewayPublicUrl });
+  const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(opts.db), mediaGatewayPublicUrl: opts.mediaGatewayPublicUrl, gateways: new GatewayIntake(opts.db, opts.now) });
   const events = new CarrierCallEventStore(opts.db);
 
   registerTwilioFormParser(app);

@@ -3,6 +3,7 @@ import { AppError, validationError, verifyVonageWebhook, vonageBearerToken } fro
 import type { Db } from '../../db/database.js';
 import { sendProblem } from '../../http/problem.js';
 import { apologyAnswer } from './inbound-answer.js';
+import { GatewayIntake } from './gateway-intake.js';
 import { InboundCallRouter, logInboundDecision } from './inbound-call-router.js';
 import { PhoneNumberRepository } from './phone-number-repository.js';
 import { VonageCallStatus } from './vonage-call-status.js';
@@ -15,6 +16,8 @@ export interface VonageWebhookOptions {
   signatureSecret: string | undefined;
   /** The media gateway's public base (`wss://…`) for the NCCO's WebSocket URI. */
   mediaGatewayPublicUrl: string;
+  /** Clock the gateways' heartbeats are judged by, epoch ms (the one they are stored with). Default `Date.now`. */
+  now?: () => number;
 }
 
 /** A JSON body kept raw: `payload_hash` covers the bytes Vonage sent, not a re-serialisation. */
@@ -65,7 +68,7 @@ function field(source: Record<string, unknown>, name: string): string | undefine
  * 200 with an NCCO that apologises (and so ends the call).
  */
 export const vonageWebhookRoutes: FastifyPluginAsync<VonageWebhookOptions> = async (app, opts) => {
-  const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(opts.db), mediaGatewayPublicUrl: opts.mediaGatewayPublicUrl });
+  const router = new InboundCallRouter({ numbers: new PhoneNumberRepository(opts.db), mediaGatewayPublicUrl: opts.mediaGatewayPublicUrl, gateways: new GatewayIntake(opts.db, opts.now) });
   const calls = new VonageCallStatus(opts.db);
 
   // Scoped to this plugin: the rest of the API keeps the default JSON parser.

@@ -1,0 +1,1 @@
+ALTER TABLE "gateway_heartbeats" ADD COLUMN "draining" boolean DEFAULT false NOT NULL;
