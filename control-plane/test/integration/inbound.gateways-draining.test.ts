@@ -78,6 +78,15 @@ describe('POST /webhooks/twilio/voice while media gateways drain', () => {
     expect(await router.answer('vonage', { ...request, to: otherCarriers.vonage.phoneNumber })).toMatchObject({ outcome: 'gateways-draining', answer: { contentType: 'application/json', body: JSON.stringify([{ action: 'talk', text: APOLOGY_TEXT }]) } });
     // A number that routes nowhere is still refused for that.
     expect((await router.answer('twilio', { ...request, to: '+15550000000' })).outcome).toBe('unknown-number');
+    // A beat the gateway sent before its drain, stored after it, does not undo it.
+    draining.stop();
+    const stored = async () => (await iso.database.pool.query<{ seen: Date; draining: boolean }>('select last_seen_at as seen, draining from gateway_heartbeats where gateway_id = $1', ['gw_draining_a'])).rows[0]!;
+    const before = (await stored()).seen.getTime();
+    await publishHeartbeat(t.bus, 'gw_draining_a', [], INTERVAL_MS, false);
+    await expect.poll(async () => (await stored()).seen.getTime(), poll).toBeGreaterThan(before);
+    expect((await stored()).draining).toBe(true);
+    expect(await answer()).toBe('apology');
+    const stillDraining = gateway('gw_draining_a', true);
 
     // A gateway taking calls (of an earlier version: no `draining` in its heartbeat).
     const taking = gateway('gw_taking_b');
@@ -88,7 +97,7 @@ describe('POST /webhooks/twilio/voice while media gateways drain', () => {
     await expect.poll(answer, poll).toBe('apology');
 
     // The draining one goes quiet too (its drain over): none heard from, connected as before.
-    draining.stop();
+    stillDraining.stop();
     await expect.poll(answer, poll).toBe('stream');
   }, 60_000);
 });

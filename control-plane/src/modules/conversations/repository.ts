@@ -403,12 +403,17 @@ export class ConversationRepository {
     });
   }
 
-  /** Records a gateway's heartbeat at `now`, and whether it drains (takes no new call). */
+  /**
+   * Records a gateway's heartbeat at `now`, and whether it drains (takes no new call). A gateway
+   * that drained stays draining: it never takes calls again (a new process has a new id), and
+   * a beat sent before the drain's own, stored after it (another handler, another control
+   * plane), must not undo it.
+   */
   async heartbeat(gatewayId: string, intervalMs: number, now: Date, draining = false): Promise<void> {
     await this.db
       .insert(gatewayHeartbeats)
       .values({ gatewayId, intervalMs, lastSeenAt: now, draining })
-      .onConflictDoUpdate({ target: gatewayHeartbeats.gatewayId, set: { intervalMs, lastSeenAt: now, draining } });
+      .onConflictDoUpdate({ target: gatewayHeartbeats.gatewayId, set: { intervalMs, lastSeenAt: now, draining: sql`${gatewayHeartbeats.draining} or excluded.draining` } });
   }
 
   /**
