@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newId } from '@vap/shared';
 import { openDatabase } from '../../src/db/database.js';
 import type { CallHandling } from '../../src/modules/conversations/call-handlers.js';
+import { HEARTBEAT_RETENTION_MS } from '../../src/modules/conversations/call-service.js';
 import { createTenant, createTestApp } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 import { activeAgent, endedRecord, message, prepareCall, prepareRequest, publishHeartbeat, recordEvents, startCalls, waitForRow } from './calls.fixtures.js';
@@ -104,6 +105,20 @@ describe('lost gateways', () => {
     await vi.waitFor(() => expect(events.of(dropped).map((e) => e.type)).toEqual(['SessionStarted', 'Error', 'SessionEnded']));
     const { rows } = await t.database.pool.query('select interval_ms from gateway_heartbeats where gateway_id = $1', [gw]);
     expect(rows).toEqual([{ interval_ms: 1000 }]);
+  });
+
+  it('forgets gateways not heard from for an hour (the voice webhooks read the table on every call); a call of one is still failed', async () => {
+    const gone = newId('gw');
+    const id = await callStartedAgo(HEARTBEAT_RETENTION_MS + 60_000, gone);
+    await heartbeatAgo(HEARTBEAT_RETENTION_MS + 1000, gone, [id]);
+    const recent = newId('gw');
+    await heartbeatAgo(HEARTBEAT_RETENTION_MS - 60_000, recent, []);
+    const rowsOf = async (gatewayId: string) => (await t.database.pool.query('select gateway_id from gateway_heartbeats where gateway_id = $1', [gatewayId])).rowCount;
+    // (Another file's watchdog on this database may be the one that prunes it: any control plane does.)
+    await calls.calls.failLostCalls();
+    expect(await rowsOf(gone)).toBe(0);
+    expect(await rowsOf(recent)).toBe(1);
+    expect(await statusOf(id)).toBe('failed');
   });
 
   it('lets the gateway’s end record replace the watchdog’s verdict and emits a corrected SessionEnded', async () => {

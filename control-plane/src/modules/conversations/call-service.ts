@@ -39,6 +39,14 @@ export interface LostCallRules {
 export const DEFAULT_LOST_CALL_RULES: LostCallRules = { staleFactor: 3, neverSeenGraceMs: 30_000 };
 
 /**
+ * A gateway's heartbeat row is deleted once this old (ms). Each gateway process has its own id,
+ * so without this the table grows by one row per start, and the voice webhooks read it on
+ * every inbound call (GatewayIntake). Its calls were failed long before (stale after three
+ * intervals, at most 3 min); a call of a gateway without a row is judged as never seen.
+ */
+export const HEARTBEAT_RETENTION_MS = 3_600_000;
+
+/**
  * The control plane's side of live calls: takes calls from gateways (`call.prepare`),
  * stores what they report, prices finished calls, fails calls of lost gateways and emits
  * the platform events. Every method is safe to run on several control planes at once:
@@ -270,7 +278,8 @@ export class CallService {
 
   /**
    * One watchdog pass: fails the calls of gateways that went quiet; returns how many. Only
-   * silence this control plane witnessed counts (see {@link heartbeatsSeenSince}).
+   * silence this control plane witnessed counts (see {@link heartbeatsSeenSince}). Then
+   * forgets gateways gone for {@link HEARTBEAT_RETENTION_MS}.
    */
   async failLostCalls(rules: LostCallRules = DEFAULT_LOST_CALL_RULES): Promise<number> {
     if (!this.bus.connected) {
@@ -282,6 +291,7 @@ export class CallService {
     const lost = await this.blind(this.repo.failStale(new Date(this.now()), { ...rules, seenSince: new Date(this.heartbeatsSeenSince) }, this.stagingLost(staged)));
     if (lost.length > 0) this.log.warn({ conversationIds: lost.map((r) => r.id), gatewayIds: [...new Set(lost.map((r) => r.gatewayId))] }, 'calls of lost gateways failed');
     await this.announce(staged);
+    await this.repo.pruneHeartbeats(new Date(this.now() - HEARTBEAT_RETENTION_MS));
     return lost.length;
   }
 

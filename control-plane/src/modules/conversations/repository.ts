@@ -416,6 +416,11 @@ export class ConversationRepository {
       .onConflictDoUpdate({ target: gatewayHeartbeats.gatewayId, set: { intervalMs, lastSeenAt: now, draining: sql`${gatewayHeartbeats.draining} or excluded.draining` } });
   }
 
+  /** Deletes the heartbeat rows of gateways last heard from before `before` (gone long since). */
+  async pruneHeartbeats(before: Date): Promise<void> {
+    await this.db.delete(gatewayHeartbeats).where(lt(gatewayHeartbeats.lastSeenAt, before));
+  }
+
   /**
    * Fails the in-progress calls of a gateway that its heartbeat no longer lists, if they
    * started before `startedBefore` (younger calls may not have reached the list yet).
