@@ -85,8 +85,8 @@ describe('POST /webhooks/twilio/voice while media gateways drain', () => {
     await publishHeartbeat(t.bus, 'gw_draining_a', [], INTERVAL_MS, false);
     await expect.poll(async () => (await stored()).seen.getTime(), poll).toBeGreaterThan(before);
     expect((await stored()).draining).toBe(true);
-    expect(await answer()).toBe('apology');
     const stillDraining = gateway('gw_draining_a', true);
+    expect(await answer()).toBe('apology');
 
     // A gateway taking calls (of an earlier version: no `draining` in its heartbeat).
     const taking = gateway('gw_taking_b');
