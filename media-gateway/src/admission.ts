@@ -11,7 +11,7 @@
  *   back under half of that, so that one quick answer does not let a burst of calls in onto
  *   a thread still catching up.
  *
- * And a third, for shutdown: **draining** (`drain()`, from the first SIGTERM or SIGINT): the
+ * And a third, for shutdown: **draining** (`drain()`, from the first SIGTERM, SIGINT or SIGHUP): the
  * gateway finishes the calls it carries and takes no new one (`gateway.ts`).
  *
  * A refused stream gets HTTP 503 at its WebSocket upgrade (`media-stream-endpoint.ts`),

@@ -54,7 +54,7 @@ export const gatewayConfigSchema = z.object({
   // refuse new calls until the lag is back under half of it: overload then costs new calls,
   // not the running ones. 0: never refuse for lag.
   GATEWAY_OVERLOAD_LAG_MS: z.coerce.number().int().min(0).max(GATEWAY_BOUNDS.overloadLagMs).default(DEFAULT_OVERLOAD_LAG_MS),
-  // On the first SIGTERM or SIGINT the gateway drains: it refuses new calls (503 at the upgrade,
+  // On the first SIGTERM, SIGINT or SIGHUP the gateway drains: it refuses new calls (503 at the upgrade,
   // /readyz 503) and lets the calls it carries go on until they end, for this long at most, ms;
   // then it ends those left. A second signal ends them at once. 0: end them at once.
   GATEWAY_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).max(86_400_000).default(DEFAULT_DRAIN_TIMEOUT_MS),

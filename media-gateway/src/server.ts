@@ -1,4 +1,4 @@
-import { createBus, stopOnSignals } from '@vap/shared';
+import { createBus, quietOnHangup, stopOnSignals } from '@vap/shared';
 import { pino } from 'pino';
 import { loadGatewayConfig } from './config.js';
 import { startMediaGateway } from './gateway.js';
@@ -6,7 +6,7 @@ import { startMediaGateway } from './gateway.js';
 /** The media gateway alone (several-machine deployments; needs NATS_URL to reach a control plane). */
 async function main(): Promise<void> {
   const config = loadGatewayConfig();
-  const logger = pino({ name: 'media-gateway', level: config.logLevel });
+  const logger = pino({ name: 'media-gateway', level: config.logLevel }, quietOnHangup(pino.destination({ dest: 1 })));
   const bus = await createBus(config.natsUrl, { name: 'media-gateway', subjectPrefix: config.natsSubjectPrefix, onHandlerError: (err, subject) => logger.error({ err, subject }, 'bus handler failed') });
   const gw = await startMediaGateway(config, { bus, logger });
   logger.info({ url: gw.url, bus: bus.kind }, 'media gateway listening');

@@ -7,7 +7,7 @@ export * from './bus/bus.js';
 export { InProcessBus } from './bus/in-process-bus.js';
 export { NatsBus } from './bus/nats-bus.js';
 export { createBus } from './bus/create-bus.js';
-export { SAME_SIGNAL_WITHIN_MS, stopOnSignals } from './shutdown.js';
+export { SAME_SIGNAL_WITHIN_MS, quietOnHangup, stopOnSignals } from './shutdown.js';
 export * from './agent-config.js';
 export * from './pricing.js';
 export * from './twilio-signature.js';

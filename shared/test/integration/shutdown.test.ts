@@ -57,6 +57,18 @@ describe('stopOnSignals', () => {
     expect(p.output()).toContain('hurried');
   });
 
+  it('stops once on SIGHUP (a closed terminal) as on SIGTERM, a second hang-up a second later hurrying it', async () => {
+    const p = launch(false, true);
+    await p.ready;
+    p.child.kill('SIGHUP');
+    await expect.poll(() => p.output()).toContain('stop');
+    await new Promise((r) => setTimeout(r, SAME_SIGNAL_WITHIN_MS + 200));
+    p.child.kill('SIGHUP');
+    expect(await p.exited).toBe(0);
+    expect(p.output().match(/stop/g)).toHaveLength(1);
+    expect(p.output()).toContain('hurried');
+  });
+
   it('reports a failed stop and exits 1', async () => {
     const p = launch(true);
     await p.ready;
