@@ -24,6 +24,7 @@ function launchOnTerminal(marker: string) {
     import { stopOnSignals } from ${JSON.stringify(shutdown)};
     const log = createLogger('info', 'hangup-test');
     const note = (line) => appendFileSync(${JSON.stringify(marker)}, line + '\\n');
+    appendFileSync(${JSON.stringify(`${marker}.pid`)}, String(process.pid));
     stopOnSignals(async () => {
       note('stop');
       for (let i = 0; i < 5; i++) {
@@ -69,6 +70,12 @@ describe.skipIf(!hasScript)('a launcher whose terminal closes (SIGHUP)', () => {
       await expect.poll(noted, { timeout: 10_000, interval: 100 }).toContain('exit');
       expect(noted()).toBe('stop\nstopped\nexit 0\n');
     } finally {
+      // A process that did not stop (without quietOnHangup it hangs on its first log line) is not left running.
+      try {
+        process.kill(Number(readFileSync(path.join(dir, 'marker.pid'), 'utf8')), 'SIGKILL');
+      } catch {
+        // gone already, as it should be
+      }
       rmSync(dir, { recursive: true, force: true });
     }
   }, 30_000);
