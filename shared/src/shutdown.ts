@@ -54,14 +54,16 @@ export function stopOnSignals(stop: (hurry: AbortSignal) => Promise<void>, onErr
   };
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);
-  process.once('SIGHUP', () => {
-    for (const out of [process.stdout, process.stderr]) {
-      out.on('error', (err: NodeJS.ErrnoException) => {
-        if (!isHangup(err)) throw err;
-      });
+  let hungUp = false;
+  process.on('SIGHUP', () => {
+    if (!hungUp) {
+      hungUp = true;
+      for (const out of [process.stdout, process.stderr]) {
+        out.on('error', (err: NodeJS.ErrnoException) => {
+          if (!isHangup(err)) throw err;
+        });
+      }
     }
-    // A second hang-up (or any other signal) hurries the stop, as for the others.
-    process.on('SIGHUP', handler);
     handler();
   });
 }
