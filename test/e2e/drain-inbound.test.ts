@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedDatabase } from '../../control-plane/test/helpers.js';
 import { APOLOGY_TEXT } from '../../control-plane/src/modules/telephony/inbound-answer.js';
-import { TwilioCallerSimulator, twilioSid } from '@vap/media-gateway/simulators';
-import { TWILIO_TOKEN, callInProgress, collectUnhandledRejections, startPlatform } from './platform.js';
+import { callInProgress, collectUnhandledRejections, placeTwilioCall, startPlatform } from './platform.js';
 import type { Platform } from './platform.js';
 
 // The one-process platform (`pnpm start`) stopped mid-call: its gateway drains (what Ctrl-C or
@@ -23,11 +22,6 @@ afterAll(async () => {
   await iso?.drop();
 });
 
-async function placeCall(): Promise<Awaited<ReturnType<typeof TwilioCallerSimulator.placeCall>>> {
-  const { number } = await p.agentWithNumber();
-  return TwilioCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, authToken: TWILIO_TOKEN, from: '+14155550100', to: number, callSid: twilioSid('CA') });
-}
-
 describe('a call arriving while the platform drains', () => {
   const rejections = collectUnhandledRejections();
 
@@ -39,7 +33,7 @@ describe('a call arriving while the platform drains', () => {
       .poll(async () => (await p.cp.database.pool.query('select draining from gateway_heartbeats where gateway_id = $1', [p.gateway.gatewayId])).rows[0]?.draining, { timeout: 5000, interval: 20 })
       .toBe(true);
 
-    const placed = await placeCall();
+    const placed = await placeTwilioCall(p);
     expect(placed).toMatchObject({ rejected: true, say: APOLOGY_TEXT });
     const { rows } = await p.cp.database.pool.query('select count(*)::int as n from conversations');
     expect(rows[0].n).toBe(1);

@@ -228,14 +228,19 @@ async function until<T>(probe: () => Promise<T>, timeoutMs: number, what: string
   }
 }
 
+/** A simulated Twilio caller dialling a new agent's number: what the voice webhook answered, and the call if it was connected. */
+export async function placeTwilioCall(p: Platform, callSid = twilioSid('CA')): Promise<Awaited<ReturnType<typeof TwilioCallerSimulator.placeCall>>> {
+  const { number } = await p.agentWithNumber();
+  return TwilioCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, authToken: TWILIO_TOKEN, from: '+14155550100', to: number, callSid });
+}
+
 /**
  * A call from a simulated Twilio caller to a new agent's number, through the voice webhook,
  * once it is in progress and the agent's first message is stored. `callSid`: the call's id
  * (to script a simulator for it first).
  */
 export async function callInProgress(p: Platform, callSid = twilioSid('CA')): Promise<{ call: TwilioCallerSimulator; callSid: string; conversationId: string }> {
-  const { number } = await p.agentWithNumber();
-  const placed = await TwilioCallerSimulator.placeCall({ controlPlaneUrl: p.cpUrl, authToken: TWILIO_TOKEN, from: '+14155550100', to: number, callSid });
+  const placed = await placeTwilioCall(p, callSid);
   if (placed.rejected) throw new Error(`call rejected: ${placed.say}`);
   const conversationId = await until(
     async () => (await p.cp.database.pool.query<{ id: string }>('select id from conversations where external_id = $1', [callSid])).rows[0]?.id,

@@ -84,7 +84,8 @@ function ownerFile(dir: string): string {
   return `${dir}.owner`;
 }
 
-function isAlive(pid: number): boolean {
+/** Whether process `pid` runs (one of another user counts: signalling it is merely not allowed). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

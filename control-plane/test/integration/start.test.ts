@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { InProcessBus } from '@vap/shared';
 import { loadConfig } from '../../src/config.js';
+import { isAlive } from '../../src/db/embedded-postgres.js';
 import { startControlPlane } from '../../src/control-plane.js';
 import type { ControlPlane } from '../../src/control-plane.js';
 import { agentBody } from '../helpers.js';
@@ -96,15 +97,6 @@ async function embeddedPostgresProcess(dataDir: string, port: string) {
   });
   const serverPid = Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
   return { child, exited, serverPid };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe('starting the control plane', () => {
