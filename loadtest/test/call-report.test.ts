@@ -47,6 +47,8 @@ function gatewayRun(): TargetRun {
       cpuSeconds: 41.6,
       callSeconds: 8000,
       cpuPerCallSecond: 0.0052,
+      cpuWindow: 'steady',
+      wholeRun: { cpuSeconds: 52.2, callSeconds: 9000, cpuPerCallSecond: 0.0058 },
       rssBeforeMb: 92,
       rssSteadyMb: 132,
       rssPeakMb: 141,
@@ -67,7 +69,7 @@ function relayRun(): TargetRun {
     stages: null,
     bargeInReaction: none,
     framePacing: { ...gatewayRun().framePacing, lateFramesAtGateway: null },
-    process: { ...gatewayRun().process, cpuSeconds: 24, cpuPerCallSecond: 0.003, rssGrowthPerCallMb: 0.05, samples: samples(200, 60, 70) },
+    process: { ...gatewayRun().process, cpuSeconds: 24, cpuPerCallSecond: 0.003, wholeRun: { cpuSeconds: 26, callSeconds: 8000, cpuPerCallSecond: 0.00325 }, rssGrowthPerCallMb: 0.05, samples: samples(200, 60, 70) },
     cpuSplit: undefined,
   };
 }
@@ -189,7 +191,20 @@ describe('checkTargets', () => {
       }),
       'gateway CPU per call-second',
     );
-    expect(c).toMatchObject({ measured: '2.08', pass: false });
+    expect(c).toMatchObject({ measured: '2.08 (steady state; whole run 1.78)', pass: false });
+  });
+
+  it('judges the steady-state ratio and shows the whole run beside it', () => {
+    // 5.2 / 3.0 at steady state; 5.8 / 3.25 over the whole runs.
+    expect(check(fixture(), 'gateway CPU per call-second')).toEqual({ name: 'gateway CPU per call-second ÷ relay', limit: '<= 2x', measured: '1.73 (steady state; whole run 1.78)', pass: true });
+    // A report written before the steady window: its one figure, unlabelled.
+    const older = withEdit((r) => {
+      for (const run of [r.gateway, r.relay!]) {
+        delete run.process.cpuWindow;
+        delete run.process.wholeRun;
+      }
+    });
+    expect(check(older, 'gateway CPU per call-second').measured).toBe('1.73');
   });
 
   it('does not judge figures that have no samples', () => {
@@ -226,7 +241,20 @@ describe('formatCallTable', () => {
     expect(out).toMatch(/overhead \+ LLM first-phrase wait p50 \/ p99 \(informational\)\s+-\s+14 \/ 46 ms\s+-$/m);
     expect(out).toMatch(/relay\s+1204000\s+0\s+0\.00\s+-\s+2\.80/);
     expect(out).toMatch(/gateway\s+\d+\s+0\s+0\.00\s+0\s+2\.80\s+[\d.]+\s+99\.62 % of 1000000/);
-    expect(out).toMatch(/CPU ms per call-second\s+5\.200\s+3\.000/);
+    expect(out).toMatch(/CPU seconds, steady state\s+41\.60\s+24\.00/);
+    expect(out).toMatch(/CPU ms per call-second, steady state\s+5\.200\s+3\.000/);
+    expect(out).toMatch(/CPU ms per call-second, whole run\s+5\.800\s+3\.250/);
+    // A report written before the steady window measured the whole run, and says so.
+    const older = formatCallTable(
+      withEdit((r) => {
+        for (const run of [r.gateway, r.relay!]) {
+          delete run.process.cpuWindow;
+          delete run.process.wholeRun;
+        }
+      }),
+    );
+    expect(older).toMatch(/CPU ms per call-second, whole run\s+5\.200\s+3\.000/);
+    expect(older).not.toMatch(/CPU [a-z -]+, steady state/);
     // The gateway's 5.2 ms split by thread: half the loop's, 40 % the pipeline thread's, the rest helpers'.
     expect(out).toMatch(/CPU ms per call-second: event loop \/ pipeline threads \/ other\s+2\.600 \/ 2\.080 \/ 0\.520\s+-$/m);
     expect(out).toMatch(/barge-in reaction p95\s+<= 150 ms\s+138\.0 ms\s+PASS/);
@@ -248,7 +276,7 @@ describe('formatCallTable', () => {
     expect(out).toMatch(/failed calls\s+= 0\s+1 failed \(1 of them dropped\) of 200\s+FAIL/);
     expect(out).toContain('gateway CA01 dropped: socket closed after turn 2');
     expect(formatCallTable(withEdit((r) => delete r.gateway.cpuSplit))).not.toContain('event loop / pipeline threads');
-    expect(out).toMatch(/CPU ms per call-second\s+5\.200\s+-/);
+    expect(out).toMatch(/CPU ms per call-second, steady state\s+5\.200\s+-/);
     expect(out).toContain('result: NOT OK');
   });
 

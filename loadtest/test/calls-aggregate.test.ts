@@ -75,20 +75,26 @@ describe('process figures', () => {
   });
 
   it('gives CPU per call-second, RSS before and at steady state, and growth per call', () => {
-    // Two calls connected 1 s → 5 s and 2 s → 4 s: 6 call-seconds. CPU at 1 s = 1000 ms,
-    // at 5 s = 1600 ms: 0.6 s of CPU, 0.1 CPU-second per call-second.
+    // Two calls connected 1 s → 5 s and 2 s → 4 s. Steady state 2 s → 4 s: both calls up,
+    // 4 call-seconds; CPU at 2 s = 1200 ms, at 4 s = 1500 ms: 0.3 s, 0.075 CPU-second per
+    // call-second. The whole run (first connect 1 s → last hang-up 5 s) has 6 call-seconds
+    // and 0.6 s of CPU (1000 → 1600 ms): 0.1, the ramp's and tail's dearer seconds included.
     const samples = [sample(0, 900, 100), sample(1, 1000, 100), sample(2, 1200, 110), sample(3, 1300, 130), sample(4, 1500, 120), sample(5, 1600, 140)];
     const records = [record({ callSid: 'CA1', connectedAt: T0 + 1000, endedAt: T0 + 5000 }), record({ callSid: 'CA2', connectedAt: T0 + 2000, endedAt: T0 + 4000 })];
-    const f = processFigures({
-      records,
-      samples,
-      steadyLoopDelay: { p50: 1, p99: 5, max: 9 },
-      window: { startAt: T0, rampEndAt: T0 + 2000, steadyEndAt: T0 + 4000, finishedAt: T0 + 6000 },
-      concurrentCalls: 2,
-    });
-    expect(f.callSeconds).toBe(6);
-    expect(f.cpuSeconds).toBeCloseTo(0.6, 9);
-    expect(f.cpuPerCallSecond).toBeCloseTo(0.1, 9);
+    const window = { startAt: T0, rampEndAt: T0 + 2000, steadyEndAt: T0 + 4000, finishedAt: T0 + 6000 };
+    const f = processFigures({ records, samples, steadyLoopDelay: { p50: 1, p99: 5, max: 9 }, window, concurrentCalls: 2 });
+    expect(f.cpuWindow).toBe('steady');
+    expect(f.callSeconds).toBe(4);
+    expect(f.cpuSeconds).toBeCloseTo(0.3, 9);
+    expect(f.cpuPerCallSecond).toBeCloseTo(0.075, 9);
+    expect(f.wholeRun!.callSeconds).toBe(6);
+    expect(f.wholeRun!.cpuSeconds).toBeCloseTo(0.6, 9);
+    expect(f.wholeRun!.cpuPerCallSecond).toBeCloseTo(0.1, 9);
+    // No call in the steady window (every dial of it failed): the whole run's figure.
+    const noSteady = processFigures({ records, samples, steadyLoopDelay: { p50: 1, p99: 5, max: 9 }, window: { ...window, rampEndAt: T0 + 5500, steadyEndAt: T0 + 6000 }, concurrentCalls: 2 });
+    expect(noSteady.cpuWindow).toBe('whole-run');
+    expect(noSteady.callSeconds).toBe(6);
+    expect(noSteady.cpuPerCallSecond).toBeCloseTo(0.1, 9);
     // Last sample at or before the first connect (1 s): 100 MB. Steady samples (2, 3, 4 s): 110, 130, 120 → median 120.
     expect(f.rssBeforeMb).toBe(100);
     expect(f.rssSteadyMb).toBe(120);

@@ -37,6 +37,10 @@ function expectMeasured(t: TargetRun, calls: number): void {
   expect(t.process.cpuSeconds).toBeGreaterThan(0);
   expect(t.process.cpuPerCallSecond).toBeGreaterThan(0);
   expect(t.process.callSeconds).toBeGreaterThan(0);
+  // Measured over the steady state (every call up), the whole run's beside it.
+  expect(t.process.cpuWindow).toBe('steady');
+  expect(t.process.callSeconds).toBeLessThan(t.process.wholeRun!.callSeconds);
+  expect(t.process.wholeRun!.cpuPerCallSecond).toBeGreaterThan(0);
   expect(t.process.samples.length).toBeGreaterThan(2);
   expect(t.process.rssSteadyMb).toBeGreaterThan(0);
   expect(t.generator).toHaveLength(1);

@@ -82,23 +82,43 @@ export function processSamples(samples: readonly RawSample[], startAt: number): 
   return out;
 }
 
-/** CPU per call-second, RSS before/steady/peak and loop delay of the server process. */
+/** Seconds of calls connected within [fromAt, toAt] (each call's overlap with the span). */
+export function callSecondsWithin(connected: readonly CallRecord[], fromAt: number, toAt: number): number {
+  return connected.reduce((sum, r) => sum + Math.max(0, Math.min(r.endedAt, toAt) - Math.max(r.connectedAt!, fromAt)) / 1000, 0);
+}
+
+/**
+ * CPU per call-second, RSS before/steady/peak and loop delay of the server process. The CPU
+ * figure is the steady state's (ramp end → steady end, while the planned calls are up): both
+ * targets are measured at the same concurrency there, whereas only the gateway's calls run on
+ * after it, finishing their scripts at ever fewer calls, where each call costs more (per-wakeup
+ * costs are shared by fewer calls). The whole run's figure is kept beside it. A run whose
+ * steady window held no call (every dial failed) falls back to the whole run.
+ */
 export function processFigures(input: Pick<TargetInput, 'records' | 'samples' | 'steadyLoopDelay' | 'window' | 'concurrentCalls'>): ProcessFigures {
   const samples = [...input.samples].sort((a, b) => a.at - b.at);
   const connected = input.records.filter((r) => r.connectedAt !== null);
   const firstConnect = Math.min(...connected.map((r) => r.connectedAt!));
   const lastHangup = Math.max(...connected.map((r) => r.endedAt));
-  const callSeconds = connected.reduce((sum, r) => sum + (r.endedAt - r.connectedAt!) / 1000, 0);
-  const cpuSeconds = connected.length > 0 ? (cpuAt(samples, lastHangup) - cpuAt(samples, firstConnect)) / 1000 : 0;
+  const wholeCallSeconds = connected.reduce((sum, r) => sum + (r.endedAt - r.connectedAt!) / 1000, 0);
+  const wholeCpuSeconds = connected.length > 0 ? (cpuAt(samples, lastHangup) - cpuAt(samples, firstConnect)) / 1000 : 0;
+  const wholeRun = { cpuSeconds: wholeCpuSeconds, callSeconds: wholeCallSeconds, cpuPerCallSecond: wholeCallSeconds > 0 ? wholeCpuSeconds / wholeCallSeconds : null };
+  const { rampEndAt, steadyEndAt } = input.window;
+  const steadyCallSeconds = callSecondsWithin(connected, rampEndAt, steadyEndAt);
+  const steady = steadyCallSeconds > 0;
+  const callSeconds = steady ? steadyCallSeconds : wholeCallSeconds;
+  const cpuSeconds = steady ? (cpuAt(samples, steadyEndAt) - cpuAt(samples, rampEndAt)) / 1000 : wholeCpuSeconds;
   const rss = samples.map((s) => s.rssBytes / MB);
   const before = samples.filter((s) => s.at <= (connected.length > 0 ? firstConnect : input.window.startAt)).at(-1) ?? samples[0];
   const rssBeforeMb = before ? before.rssBytes / MB : 0;
   const inSteady = samples.filter((s) => s.at >= input.window.rampEndAt && s.at <= input.window.steadyEndAt).map((s) => s.rssBytes / MB);
   const rssSteadyMb = median(inSteady) ?? rssBeforeMb;
   return {
+    cpuWindow: steady ? 'steady' : 'whole-run',
     cpuSeconds,
     callSeconds,
     cpuPerCallSecond: callSeconds > 0 ? cpuSeconds / callSeconds : null,
+    wholeRun,
     rssBeforeMb,
     rssSteadyMb,
     rssPeakMb: rss.length > 0 ? Math.max(...rss) : 0,

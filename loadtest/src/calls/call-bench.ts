@@ -83,6 +83,13 @@ async function scrape(url: string | null): Promise<{ lateFrames: number; activeC
   };
 }
 
+/** The server's metrics at epoch ms `at` (now if past); null without a metrics URL or when the scrape failed (the run goes on, its figures from the run's first and last scrapes). */
+async function scrapeAt(url: string | null, at: number): Promise<TimedScrape | null> {
+  if (!url) return null;
+  await new Promise((r) => setTimeout(r, Math.max(0, at - epochNow())));
+  return (await scrape(url).catch(() => null))?.timed ?? null;
+}
+
 async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null; admission: AdmissionLimits | null; perfText: string | null }> {
   // The caller processes and the server start side by side: each takes seconds to load.
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
@@ -114,6 +121,8 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   const rampEndAt = startAt + config.rampSec * 1000;
   const steadyEndAt = rampEndAt + config.steadySec * 1000;
   server.send({ kind: 'window', fromAt: rampEndAt, toAt: steadyEndAt });
+  // The thread figures (CPU split, core waits, pipeline threads) cover the steady state, as the CPU per call-second does.
+  const steadyScrapes = [rampEndAt, steadyEndAt].map((at) => scrapeAt(ready.metricsUrl, at));
   let recording: PerfRecording | null = null;
   const perfTimer = perfDir
     ? setTimeout(() => {
@@ -189,11 +198,13 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     utteranceBreakMs: UTTERANCE_BREAK_MS,
     generator,
   });
-  const threads = before && after ? pipelineThreadFigures(before.timed, after.timed) : null;
+  const [steadyFrom, steadyTo] = await Promise.all(steadyScrapes);
+  const span = steadyFrom && steadyTo ? { from: steadyFrom, to: steadyTo } : before && after ? { from: before.timed, to: after.timed } : null;
+  const threads = span ? pipelineThreadFigures(span.from, span.to) : null;
   if (threads) run.pipelineThreads = threads;
-  const split = before && after ? gatewayCpuSplit(before.timed, after.timed) : null;
+  const split = span ? gatewayCpuSplit(span.from, span.to) : null;
   if (split) run.cpuSplit = split;
-  const wait = before && after ? loopCoreWait(before.timed, after.timed) : null;
+  const wait = span ? loopCoreWait(span.from, span.to) : null;
   if (wait) run.loopCoreWait = wait;
   if (simsBefore && simsAfter && simsAfter.at > simsBefore.at) {
     run.simulators = { cpuPercent: ((simsAfter.cpuMs - simsBefore.cpuMs) / (simsAfter.at - simsBefore.at)) * 100, loopDelayP99Ms: simsAfter.loopDelayP99Ms };

@@ -69,14 +69,27 @@ export interface ProcessSample {
   loopDelayP99Ms: number;
 }
 
-/** What the process under test (gateway or relay) cost over the run. */
-export interface ProcessFigures {
-  /** CPU seconds (user + system) used between the first connect and the last hang-up. */
+/** CPU (user + system) of the process under test over a span of the run, against the calls it carried then. */
+export interface CpuPerCall {
+  /** CPU seconds used over the span. */
   cpuSeconds: number;
-  /** Sum over calls of their connected duration, in seconds. */
+  /** Sum over calls of their connected time within the span, in seconds. */
   callSeconds: number;
   /** cpuSeconds / callSeconds. */
   cpuPerCallSecond: number | null;
+}
+
+/** What the process under test (gateway or relay) cost over the run. */
+export interface ProcessFigures extends CpuPerCall {
+  /**
+   * The span of `cpuSeconds`/`callSeconds`: `steady`, ramp end → steady end (the planned
+   * calls up, on both targets; the ratio to the relay and the capacity use it), or
+   * `whole-run` when that span held no call. Absent in reports written before it existed,
+   * whose figures are the whole run's.
+   */
+  cpuWindow?: 'steady' | 'whole-run';
+  /** First connect → last hang-up, ramp and the gateway's tail of calls finishing their scripts included (informational). Absent in older reports. */
+  wholeRun?: CpuPerCall;
   rssBeforeMb: number;
   /** RSS at steady state (all calls connected), median of the steady-state samples. */
   rssSteadyMb: number;
@@ -133,18 +146,18 @@ export interface TargetRun {
   connect?: Measured;
   /** What the provider-simulators process cost over this run (gateway only: the relay uses no provider). */
   simulators?: GeneratorFigures;
-  /** The gateway's pipeline threads over this run (absent for the relay and with `--pipeline-threads 0`). */
+  /** The gateway's pipeline threads over the steady state (absent for the relay and with `--pipeline-threads 0`). */
   pipelineThreads?: PipelineThreadFigures;
-  /** Where the gateway's CPU went over this run (absent for the relay, and off Linux). */
+  /** Where the gateway's CPU went over the steady state (absent for the relay, and off Linux). */
   cpuSplit?: GatewayCpuSplit;
-  /** The gateway's event-loop thread between the run's scrapes: ran vs waited for a core (absent for the relay, and off Linux). */
+  /** The gateway's event-loop thread over the steady state (scrapes at its start and end; the run's first and last when those failed): ran vs waited for a core (absent for the relay, and off Linux). */
   loopCoreWait?: LoopCoreWait;
   /** Things a reader should know that have no field: barge-ins that got no `clear`, calls without a gateway end record, … */
   notes?: string[];
 }
 
 /**
- * Shares (0-1) of the gateway process's CPU between the run's two /metrics scrapes: its
+ * Shares (0-1) of the gateway process's CPU over the steady state (/metrics scraped at its start and end): its
  * event-loop thread, its pipeline threads together, and the rest (V8's GC and compiler
  * threads, libuv's pool, recording encoders). They sum to 1.
  */
@@ -155,7 +168,7 @@ export interface GatewayCpuSplit {
 }
 
 /**
- * The gateway's event-loop thread between the run's two /metrics scrapes, ms per second of
+ * The gateway's event-loop thread over the steady state (/metrics scraped at its start and end), ms per second of
  * wall time: how long it ran (`vap_gateway_loop_cpu_seconds_total`, 10 ms steps) and how long
  * it was ready to run but waited for a core (`vap_gateway_loop_run_queue_wait_seconds_total`).
  * The pacer's timer waits with it: a large wait means late frames come from the machine's

@@ -1,5 +1,5 @@
 /**
- * The gateway's threads over a `bench:calls` run, from two scrapes of its /metrics: how busy
+ * The gateway's threads over a `bench:calls` run's steady state, from scrapes of its /metrics at its start and end: how busy
  * each pipeline thread was, how long it ran and waited for a core, and the worst one's
  * event-loop delay (`vap_pipeline_thread_*`), where the process's CPU went (loop, pipeline
  * threads, the rest), and how long the loop thread waited for a core. One pipeline thread can saturate a core before the process
@@ -7,7 +7,8 @@
  */
 import { THREAD_LOOP_DELAY_RESOLUTION_MS } from '@vap/media-gateway/pipeline-threads/protocol';
 import type { PrometheusExposition } from '@vap/shared';
-import type { GatewayCpuSplit, LoopCoreWait, PipelineThreadFigures } from './call-results.js';
+import { fixed } from '../report.js';
+import type { CallBenchReport, GatewayCpuSplit, LoopCoreWait, PipelineThreadFigures, TargetRun } from './call-results.js';
 
 /** A scrape and when it was taken (epoch ms). */
 export interface TimedScrape {
@@ -114,4 +115,26 @@ export function pipelineThreadRows(threads: PipelineThreadFigures | undefined): 
     ['pipeline thread loop delay p99 / max ms (worst)', `${ms(threads.loopDelayP99Ms)} / ${ms(threads.loopDelayMaxMs)}`, '-'],
     ...(threads.coreWait ? [['pipeline threads ran / waited for a core, ms per s each', threads.coreWait.map((w) => `${w.ranMsPerSec.toFixed(1)} / ${w.waitedMsPerSec.toFixed(1)}`).join(', '), '-']] : []),
   ];
+}
+
+const msOf = (cpuSecondsPerCallSecond: number | null | undefined): number | null => (cpuSecondsPerCallSecond == null ? null : cpuSecondsPerCallSecond * 1000);
+
+/**
+ * The CPU rows of the gateway-vs-relay process tables (terminal and page): the figures the
+ * ratio and the capacity use (the steady state, where both targets carry the planned calls;
+ * reports written before it say "whole run", which is what they measured), the gateway's
+ * split, then the whole run's figure (the ramp, and the gateway's tail of calls finishing
+ * their scripts at ever fewer calls, included).
+ */
+export function processCpuRows(report: CallBenchReport): string[][] {
+  const label = report.gateway.process.cpuWindow === 'steady' ? 'steady state' : 'whole run';
+  const side = (f: (run: TargetRun) => string): string[] => [f(report.gateway), report.relay ? f(report.relay) : '-'];
+  const rows = [
+    [`CPU seconds, ${label}`, ...side((r) => fixed(r.process.cpuSeconds, 2))],
+    [`call-seconds, ${label}`, ...side((r) => fixed(r.process.callSeconds, 0))],
+    [`CPU ms per call-second, ${label}`, ...side((r) => fixed(msOf(r.process.cpuPerCallSecond), 3))],
+    ...cpuSplitRows(report.gateway.cpuSplit, msOf(report.gateway.process.cpuPerCallSecond)),
+  ];
+  if (report.gateway.process.wholeRun) rows.push(['CPU ms per call-second, whole run', ...side((r) => fixed(msOf(r.process.wholeRun?.cpuPerCallSecond), 3))]);
+  return rows;
 }

@@ -5,7 +5,7 @@
 import type { CallBenchReport, Distribution, Measured, TargetCheck, TargetRun } from '../calls/call-results.js';
 import { DESIGNED_LEAD_GAPS, latePer10kText, withinShare } from '../calls/frame-gaps.js';
 import { fixed } from '../report.js';
-import { cpuSplitRows, loopCoreWaitRows, pipelineThreadRows } from '../calls/thread-figures.js';
+import { loopCoreWaitRows, pipelineThreadRows, processCpuRows } from '../calls/thread-figures.js';
 import { barCompareSvg, escapeHtml, histogramSvg, htmlTable, lineChartSvg, stackedBarsSvg } from './charts.js';
 import type { Cell, CompareRow, PageSection, TargetLine } from './charts.js';
 
@@ -192,10 +192,7 @@ function cost(report: CallBenchReport): PageSection {
   const table = htmlTable(
     ['process', 'gateway', 'relay'],
     [
-      ['CPU seconds', ...both((p) => fixed(p.cpuSeconds, 2))],
-      ['call-seconds', ...both((p) => fixed(p.callSeconds, 0))],
-      ['CPU ms per call-second', ...both((p) => fixed(p.cpuPerCallSecond === null ? null : p.cpuPerCallSecond * 1000, 3))],
-      ...cpuSplitRows(report.gateway.cpuSplit, cpuMs(report.gateway)),
+      ...processCpuRows(report),
       ['RSS before / steady / peak MB', ...both((p) => `${fixed(p.rssBeforeMb, 0)} / ${fixed(p.rssSteadyMb, 0)} / ${fixed(p.rssPeakMb, 0)}`)],
       ['RSS growth per call MB', ...both((p) => fixed(p.rssGrowthPerCallMb, 3))],
       ['event-loop delay p50 / p99 / max ms', ...both((p) => `${fixed(p.eventLoopDelay.p50, 1)} / ${fixed(p.eventLoopDelay.p99, 1)} / ${fixed(p.eventLoopDelay.max, 1)}`)],
