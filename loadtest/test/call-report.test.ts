@@ -312,6 +312,10 @@ describe('renderCallReportHtml', () => {
     expect(html).toContain('gateway by thread · event loop: 2.6 ms');
     expect(html).toContain('gateway by thread · relay: 3 ms');
     expect(html).toContain('<td class="num">2.600 / 2.080 / 0.520</td>');
+    // The CPU figures say their span: the steady state, the whole run's beside it.
+    expect(html).toContain('Gateway vs bare relay: CPU per call-second, steady state');
+    expect(html).toMatch(/<td>CPU ms per call-second, steady state<\/td>\s*<td[^>]*>5\.200<\/td>\s*<td[^>]*>3\.000<\/td>/);
+    expect(html).toMatch(/<td>CPU ms per call-second, whole run<\/td>\s*<td[^>]*>5\.800<\/td>\s*<td[^>]*>3\.250<\/td>/);
     expect(html).toMatch(/<td>gateway Node flags<\/td>\s*<td>none<\/td>/);
   });
 

@@ -187,7 +187,7 @@ function cost(report: CallBenchReport): PageSection {
       },
       ...threadBars(report),
     ],
-    { title: 'Gateway vs bare relay: CPU per call-second', unit: 'ms' },
+    { title: `Gateway vs bare relay: CPU per call-second${report.gateway.process.cpuWindow === 'steady' ? ', steady state' : ''}`, unit: 'ms' },
   );
   const table = htmlTable(
     ['process', 'gateway', 'relay'],
