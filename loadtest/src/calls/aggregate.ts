@@ -4,7 +4,7 @@
  * hand-made inputs.
  */
 import type { MachineInfo } from '../report.js';
-import type { CallBenchReport, CallBenchSettings, CallFailure, GeneratorFigures, ProcessFigures, ProcessSample, StageBreakdown, TargetCheck, TargetRun } from './call-results.js';
+import type { CallBenchReport, CallBenchSettings, CallFailure, CpuPerCall, GeneratorFigures, ProcessFigures, ProcessSample, StageBreakdown, TargetCheck, TargetRun } from './call-results.js';
 import { jitterOf, lateGaps, peakOverlap } from './frame-gaps.js';
 import type { CallRecord, CallerSlot, GatewayCallEnd, ServerTarget, TurnMetrics } from './ipc.js';
 import type { LoopDelaySummary, RawSample } from './process-sampler.js';
@@ -82,6 +82,10 @@ export function processSamples(samples: readonly RawSample[], startAt: number): 
   return out;
 }
 
+function cpuPerCall(cpuSeconds: number, callSeconds: number): CpuPerCall {
+  return { cpuSeconds, callSeconds, cpuPerCallSecond: callSeconds > 0 ? cpuSeconds / callSeconds : null };
+}
+
 /** Seconds of calls connected within [fromAt, toAt] (each call's overlap with the span). */
 export function callSecondsWithin(connected: readonly CallRecord[], fromAt: number, toAt: number): number {
   return connected.reduce((sum, r) => sum + Math.max(0, Math.min(r.endedAt, toAt) - Math.max(r.connectedAt!, fromAt)) / 1000, 0);
@@ -100,14 +104,11 @@ export function processFigures(input: Pick<TargetInput, 'records' | 'samples' | 
   const connected = input.records.filter((r) => r.connectedAt !== null);
   const firstConnect = Math.min(...connected.map((r) => r.connectedAt!));
   const lastHangup = Math.max(...connected.map((r) => r.endedAt));
-  const wholeCallSeconds = connected.reduce((sum, r) => sum + (r.endedAt - r.connectedAt!) / 1000, 0);
-  const wholeCpuSeconds = connected.length > 0 ? (cpuAt(samples, lastHangup) - cpuAt(samples, firstConnect)) / 1000 : 0;
-  const wholeRun = { cpuSeconds: wholeCpuSeconds, callSeconds: wholeCallSeconds, cpuPerCallSecond: wholeCallSeconds > 0 ? wholeCpuSeconds / wholeCallSeconds : null };
+  const wholeRun = cpuPerCall(connected.length > 0 ? (cpuAt(samples, lastHangup) - cpuAt(samples, firstConnect)) / 1000 : 0, callSecondsWithin(connected, -Infinity, Infinity));
   const { rampEndAt, steadyEndAt } = input.window;
   const steadyCallSeconds = callSecondsWithin(connected, rampEndAt, steadyEndAt);
   const steady = steadyCallSeconds > 0;
-  const callSeconds = steady ? steadyCallSeconds : wholeCallSeconds;
-  const cpuSeconds = steady ? (cpuAt(samples, steadyEndAt) - cpuAt(samples, rampEndAt)) / 1000 : wholeCpuSeconds;
+  const cpu = steady ? cpuPerCall((cpuAt(samples, steadyEndAt) - cpuAt(samples, rampEndAt)) / 1000, steadyCallSeconds) : wholeRun;
   const rss = samples.map((s) => s.rssBytes / MB);
   const before = samples.filter((s) => s.at <= (connected.length > 0 ? firstConnect : input.window.startAt)).at(-1) ?? samples[0];
   const rssBeforeMb = before ? before.rssBytes / MB : 0;
@@ -115,9 +116,7 @@ export function processFigures(input: Pick<TargetInput, 'records' | 'samples' | 
   const rssSteadyMb = median(inSteady) ?? rssBeforeMb;
   return {
     cpuWindow: steady ? 'steady' : 'whole-run',
-    cpuSeconds,
-    callSeconds,
-    cpuPerCallSecond: callSeconds > 0 ? cpuSeconds / callSeconds : null,
+    ...cpu,
     wholeRun,
     rssBeforeMb,
     rssSteadyMb,

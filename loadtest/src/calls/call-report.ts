@@ -211,11 +211,6 @@ export function formatCallTable(report: CallBenchReport): string {
   return parts.join('\n\n');
 }
 
-/** CPU seconds per call-second as CPU milliseconds per call-second. */
-export function msOf(cpuSecondsPerCallSecond: number | null): number | null {
-  return cpuSecondsPerCallSecond === null ? null : cpuSecondsPerCallSecond * 1000;
-}
-
 /**
  * The run as one self-contained HTML page: summary and targets (coloured PASS/FAIL), turn
  * latency and its per-stage breakdown, barge-in, pacing, the processes over time, gateway

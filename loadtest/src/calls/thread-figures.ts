@@ -117,7 +117,10 @@ export function pipelineThreadRows(threads: PipelineThreadFigures | undefined): 
   ];
 }
 
-const msOf = (cpuSecondsPerCallSecond: number | null | undefined): number | null => (cpuSecondsPerCallSecond == null ? null : cpuSecondsPerCallSecond * 1000);
+/** CPU seconds per call-second as CPU milliseconds per call-second (null when not measured). */
+export function msOf(cpuSecondsPerCallSecond: number | null | undefined): number | null {
+  return cpuSecondsPerCallSecond == null ? null : cpuSecondsPerCallSecond * 1000;
+}
 
 /**
  * The CPU rows of the gateway-vs-relay process tables (terminal and page): the figures the

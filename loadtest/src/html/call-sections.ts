@@ -5,7 +5,7 @@
 import type { CallBenchReport, Distribution, Measured, TargetCheck, TargetRun } from '../calls/call-results.js';
 import { DESIGNED_LEAD_GAPS, latePer10kText, withinShare } from '../calls/frame-gaps.js';
 import { fixed } from '../report.js';
-import { loopCoreWaitRows, pipelineThreadRows, processCpuRows } from '../calls/thread-figures.js';
+import { loopCoreWaitRows, msOf, pipelineThreadRows, processCpuRows } from '../calls/thread-figures.js';
 import { barCompareSvg, escapeHtml, histogramSvg, htmlTable, lineChartSvg, stackedBarsSvg } from './charts.js';
 import type { Cell, CompareRow, PageSection, TargetLine } from './charts.js';
 
@@ -39,8 +39,7 @@ function distRow(name: string, d: Distribution, digits = 1): Cell[] {
 const DIST_HEADERS = ['figure', 'n', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'mean ms'];
 
 function cpuMs(run: TargetRun | null): number | null {
-  const v = run?.process.cpuPerCallSecond ?? null;
-  return v === null ? null : v * 1000;
+  return msOf(run?.process.cpuPerCallSecond);
 }
 
 /** The machine's load average around the run, in reports that carry it (added after the first version). */
