@@ -25,11 +25,12 @@ describe('pnpm bench:calls options', () => {
     expect(c.overloadLagMs).toBeNull();
     expect(c.gatewayLogFile).toBeNull();
     expect(c.gatewayNodeFlags).toEqual([]);
+    expect(c.ttsWebSocket).toBeNull();
   });
 
   it('reads every option, through a bare -- from pnpm', () => {
-    const c = loadCallBenchConfig(['--', '--calls', '200', '--ramp-sec', '20', '--steady-sec', '60', '--workers', '3', '--no-relay', '--stt-latency-ms', '150', '--out', '/tmp/x', '--cpu-prof', '/tmp/prof', '--perf', '/tmp/perf', '--pipeline-threads', '0', '--max-calls', '150', '--overload-lag-ms', '0', '--gateway-log', '/tmp/gw.log', '--gateway-node-flags', ' --max-semi-space-size=64  --trace-gc ']);
-    expect(c).toEqual({ calls: 200, rampSec: 20, steadySec: 60, workers: 3, relay: false, sttLatencyMs: 150, outDir: '/tmp/x', cpuProfDir: '/tmp/prof', perfDir: '/tmp/perf', pipelineThreads: 0, maxCalls: 150, overloadLagMs: 0, gatewayLogFile: '/tmp/gw.log', gatewayNodeFlags: ['--max-semi-space-size=64', '--trace-gc'] });
+    const c = loadCallBenchConfig(['--', '--calls', '200', '--ramp-sec', '20', '--steady-sec', '60', '--workers', '3', '--no-relay', '--stt-latency-ms', '150', '--out', '/tmp/x', '--cpu-prof', '/tmp/prof', '--perf', '/tmp/perf', '--pipeline-threads', '0', '--tts-websocket', 'stream-input', '--max-calls', '150', '--overload-lag-ms', '0', '--gateway-log', '/tmp/gw.log', '--gateway-node-flags', ' --max-semi-space-size=64  --trace-gc ']);
+    expect(c).toEqual({ calls: 200, rampSec: 20, steadySec: 60, workers: 3, relay: false, sttLatencyMs: 150, outDir: '/tmp/x', cpuProfDir: '/tmp/prof', perfDir: '/tmp/perf', pipelineThreads: 0, ttsWebSocket: 'stream-input', maxCalls: 150, overloadLagMs: 0, gatewayLogFile: '/tmp/gw.log', gatewayNodeFlags: ['--max-semi-space-size=64', '--trace-gc'] });
     expect(loadCallBenchConfig(['--pipeline-threads', '4']).pipelineThreads).toBe(4);
   });
 
@@ -45,10 +46,10 @@ describe('pnpm bench:calls options', () => {
   });
 
   it('lists every bad value at once, naming the option', () => {
-    const p = problems(['--calls', '0', '--ramp-sec=-1', '--steady-sec', '1.5', '--workers', 'two', '--stt-latency-ms', '99999', '--out', ' ', '--cpu-prof', '', '--perf', ' ', '--pipeline-threads', '17', '--max-calls=-1', '--overload-lag-ms', '60001', '--gateway-log', ' ', '--gateway-node-flags=--trace-gc max-semi-space-size=64']);
-    expect(p).toHaveLength(13);
+    const p = problems(['--calls', '0', '--ramp-sec=-1', '--steady-sec', '1.5', '--workers', 'two', '--stt-latency-ms', '99999', '--out', ' ', '--cpu-prof', '', '--perf', ' ', '--pipeline-threads', '17', '--tts-websocket', 'stream', '--max-calls=-1', '--overload-lag-ms', '60001', '--gateway-log', ' ', '--gateway-node-flags=--trace-gc max-semi-space-size=64']);
+    expect(p).toHaveLength(14);
     expect(p.find((x) => x.startsWith('--gateway-node-flags:'))).toContain('"max-semi-space-size=64"');
-    for (const name of ['--calls', '--ramp-sec', '--steady-sec', '--workers', '--stt-latency-ms', '--out', '--cpu-prof', '--perf', '--pipeline-threads', '--max-calls', '--overload-lag-ms', '--gateway-log', '--gateway-node-flags']) expect(p.some((x) => x.startsWith(`${name}:`)), name).toBe(true);
+    for (const name of ['--calls', '--ramp-sec', '--steady-sec', '--workers', '--stt-latency-ms', '--out', '--cpu-prof', '--perf', '--pipeline-threads', '--tts-websocket', '--max-calls', '--overload-lag-ms', '--gateway-log', '--gateway-node-flags']) expect(p.some((x) => x.startsWith(`${name}:`)), name).toBe(true);
   });
 
   it('refuses unknown options and stray arguments', () => {

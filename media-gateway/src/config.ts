@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { OBJECT_STORE_ENV_VARS, ObjectStoreConfigError, objectStoreConfigFromEnv } from '@vap/shared';
 import type { ObjectStoreConfig } from '@vap/shared';
+import { ELEVENLABS_WEBSOCKETS } from '@vap/voice-pipeline';
+import type { ElevenLabsWebSocket } from '@vap/voice-pipeline';
 import { DEFAULT_OVERLOAD_LAG_MS } from './admission.js';
 
 const optionalText = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
@@ -34,6 +36,9 @@ export const gatewayConfigSchema = z.object({
   OPENAI_BASE_URL: optionalUrl,
   ELEVENLABS_API_KEY: optionalText,
   ELEVENLABS_BASE_URL: optionalUrl,
+  // ElevenLabs' text-in socket: multi-stream-input (one socket a call, a context a turn) or
+  // stream-input (a socket a turn), live and simulated alike.
+  ELEVENLABS_WEBSOCKET: z.enum(ELEVENLABS_WEBSOCKETS).default('multi-stream-input'),
   // How often the gateway tells control planes which calls it carries; a gateway silent for
   // three intervals has its calls marked failed.
   GATEWAY_HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
@@ -81,7 +86,7 @@ export interface GatewayConfig {
   providers: {
     deepgram: { apiKey?: string; baseUrl?: string };
     openai: { apiKey?: string; baseUrl?: string };
-    elevenlabs: { apiKey?: string; baseUrl?: string };
+    elevenlabs: { apiKey?: string; baseUrl?: string; websocket: ElevenLabsWebSocket };
   };
   heartbeatIntervalMs: number;
   /** A TTS stream silent this long after a flush (or between chunks after its end) has stalled. */
@@ -127,7 +132,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     providers: {
       deepgram: { apiKey: e.DEEPGRAM_API_KEY, baseUrl: e.DEEPGRAM_BASE_URL },
       openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
-      elevenlabs: { apiKey: e.ELEVENLABS_API_KEY, baseUrl: e.ELEVENLABS_BASE_URL },
+      elevenlabs: { apiKey: e.ELEVENLABS_API_KEY, baseUrl: e.ELEVENLABS_BASE_URL, websocket: e.ELEVENLABS_WEBSOCKET },
     },
     heartbeatIntervalMs: e.GATEWAY_HEARTBEAT_INTERVAL_MS,
     ttsFirstByteTimeoutMs: e.TTS_FIRST_BYTE_TIMEOUT_MS,

@@ -21,6 +21,8 @@ export type * from './providers/types.js';
 export { createCallProviders, resolveCallEndpoints } from './providers/registry.js';
 export type { ProviderEndpoint, ProviderEndpoints, CallProviders, CallEndpoints } from './providers/registry.js';
 export { startProviders } from './providers/sandbox.js';
+export { ELEVENLABS_WEBSOCKETS } from './providers/elevenlabs/wire.js';
+export type { ElevenLabsWebSocket } from './providers/elevenlabs/wire.js';
 export type { ProviderKeys, ProviderRuntime } from './providers/sandbox.js';
 export { withLlmRetry } from './providers/retry.js';
 export { OpenAiLlm } from './providers/openai/llm.js';

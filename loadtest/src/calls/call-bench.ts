@@ -1,6 +1,6 @@
 /**
  * `pnpm bench:calls [-- --calls 200 --ramp-sec 20 --steady-sec 60 --workers 2 --no-relay
- * --stt-latency-ms 0 --out <dir> --cpu-prof <dir> --perf <dir> --pipeline-threads <n> --max-calls <n> --overload-lag-ms <ms> --gateway-log <file>]`
+ * --stt-latency-ms 0 --out <dir> --cpu-prof <dir> --perf <dir> --pipeline-threads <n> --tts-websocket <multi-stream-input|stream-input> --max-calls <n> --overload-lag-ms <ms> --gateway-log <file>]`
  * (`call-config.ts`): N simulated Twilio callers against a media gateway on the sandbox providers, then the
  * same callers against a bare WebSocket relay.
  *
@@ -90,7 +90,7 @@ async function scrapeAt(url: string | null, at: number): Promise<TimedScrape | n
   return (await scrape(url).catch(() => null))?.timed ?? null;
 }
 
-async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null; admission: AdmissionLimits | null; perfText: string | null }> {
+async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null; ttsWebSocket: string | null; admission: AdmissionLimits | null; perfText: string | null }> {
   // The caller processes and the server start side by side: each takes seconds to load.
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
@@ -112,7 +112,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   // Awaited below; until then a rejection must not count as unhandled.
   for (const p of [workersReady, serverReady, providers]) p.catch(() => {});
   const sims = await providers;
-  server.send({ kind: 'start', target, providers: target === 'gateway' ? sims : null, sampleIntervalMs: SAMPLE_INTERVAL_MS, pipelineThreads: config.pipelineThreads, maxCalls: config.maxCalls, overloadLagMs: config.overloadLagMs, logFile: config.gatewayLogFile });
+  server.send({ kind: 'start', target, providers: target === 'gateway' ? sims : null, sampleIntervalMs: SAMPLE_INTERVAL_MS, pipelineThreads: config.pipelineThreads, ttsWebSocket: config.ttsWebSocket, maxCalls: config.maxCalls, overloadLagMs: config.overloadLagMs, logFile: config.gatewayLogFile });
   const ready = await serverReady;
   const before = await scrape(ready.metricsUrl);
   await workersReady;
@@ -157,7 +157,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
       generator[i] = { cpuPercent: m.cpuPercent, loopDelayP99Ms: m.loopDelayP99Ms };
     });
   });
-  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s${ready.pipelineThreads === null ? '' : `, pipeline threads ${ready.pipelineThreads}`}${ready.admission === null ? '' : `, GATEWAY_MAX_CALLS ${ready.admission.maxCalls}, GATEWAY_OVERLOAD_LAG_MS ${ready.admission.overloadLagMs}`}${target === 'gateway' && config.gatewayNodeFlags.length > 0 ? `, node flags ${config.gatewayNodeFlags.join(' ')}` : ''}`);
+  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s${ready.pipelineThreads === null ? '' : `, pipeline threads ${ready.pipelineThreads}`}${ready.ttsWebSocket === null ? '' : `, ElevenLabs ${ready.ttsWebSocket}`}${ready.admission === null ? '' : `, GATEWAY_MAX_CALLS ${ready.admission.maxCalls}, GATEWAY_OVERLOAD_LAG_MS ${ready.admission.overloadLagMs}`}${target === 'gateway' && config.gatewayNodeFlags.length > 0 ? `, node flags ${config.gatewayNodeFlags.join(' ')}` : ''}`);
   const ticker = setInterval(() => {
     const last = samples.at(-1);
     const failed = records.filter((r) => r.failure).length;
@@ -214,7 +214,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     const end = gatewayEnds.get(r.callSid);
     return JSON.stringify({ target, ...r, frameGapsMs: undefined, steadyFrameGapsMs: undefined, gateway: end ? { status: end.status, endReason: end.endReason, turnMetrics: end.turnMetrics } : null });
   });
-  return { run, records, lines, pipelineThreads: ready.pipelineThreads, admission: ready.admission, perfText };
+  return { run, records, lines, pipelineThreads: ready.pipelineThreads, ttsWebSocket: ready.ttsWebSocket, admission: ready.admission, perfText };
 }
 
 /** The recording's file once `perf` has written it; null (with a line on the terminal) when there was none or it failed. */
@@ -274,7 +274,7 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
 
   const base = buildCallReport({
     startedAt,
-    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, pipelineThreads: gateway.pipelineThreads, admission: gateway.admission, gatewayNodeFlags: [...config.gatewayNodeFlags], script: scriptForReport() },
+    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, pipelineThreads: gateway.pipelineThreads, ttsWebSocket: gateway.ttsWebSocket, admission: gateway.admission, gatewayNodeFlags: [...config.gatewayNodeFlags], script: scriptForReport() },
     machine: machineInfo(),
     cores: os.availableParallelism(),
     gateway: gateway.run,

@@ -5,6 +5,8 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { GATEWAY_BOUNDS } from '@vap/media-gateway/config';
+import { ELEVENLABS_WEBSOCKETS } from '@vap/voice-pipeline';
+import type { ElevenLabsWebSocket } from '@vap/voice-pipeline';
 import { BenchConfigError } from '../config.js';
 
 export interface CallBenchConfig {
@@ -28,6 +30,8 @@ export interface CallBenchConfig {
   perfDir: string | null;
   /** The gateway's pipeline threads (`--pipeline-threads`, its `PIPELINE_THREADS`); null: the gateway's default. */
   pipelineThreads: number | null;
+  /** The gateway's ElevenLabs socket (`--tts-websocket`, its `ELEVENLABS_WEBSOCKET`); null: the gateway's default. */
+  ttsWebSocket: ElevenLabsWebSocket | null;
   /** The gateway's admission limits (`--max-calls`, `--overload-lag-ms`: its `GATEWAY_MAX_CALLS`, `GATEWAY_OVERLOAD_LAG_MS`); null: its defaults. */
   maxCalls: number | null;
   overloadLagMs: number | null;
@@ -41,7 +45,7 @@ export interface CallBenchConfig {
   gatewayNodeFlags: readonly string[];
 }
 
-export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--perf <dir>] [--pipeline-threads <n>] [--max-calls <n>] [--overload-lag-ms <ms>] [--gateway-log <file>] [--gateway-node-flags="<flags>"]';
+export const USAGE = 'Usage: pnpm bench:calls [-- --calls <n>] [--ramp-sec <s>] [--steady-sec <s>] [--workers <n>] [--no-relay] [--stt-latency-ms <ms>] [--out <dir>] [--cpu-prof <dir>] [--perf <dir>] [--pipeline-threads <n>] [--tts-websocket multi-stream-input|stream-input] [--max-calls <n>] [--overload-lag-ms <ms>] [--gateway-log <file>] [--gateway-node-flags="<flags>"]';
 
 const NODE_FLAG = /^--[a-z0-9][a-z0-9_-]*(=\S+)?$/i;
 
@@ -64,7 +68,7 @@ function intIn(raw: string | undefined, name: string, def: number, min: number, 
 export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): CallBenchConfig {
   // `pnpm bench:calls -- --calls 5` may hand a bare `--` through.
   const args = argv.filter((a) => a !== '--');
-  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string; 'cpu-prof'?: string; perf?: string; 'pipeline-threads'?: string; 'max-calls'?: string; 'overload-lag-ms'?: string; 'gateway-log'?: string; 'gateway-node-flags'?: string };
+  let values: { calls?: string; 'ramp-sec'?: string; 'steady-sec'?: string; workers?: string; 'no-relay'?: boolean; 'stt-latency-ms'?: string; out?: string; 'cpu-prof'?: string; perf?: string; 'pipeline-threads'?: string; 'tts-websocket'?: string; 'max-calls'?: string; 'overload-lag-ms'?: string; 'gateway-log'?: string; 'gateway-node-flags'?: string };
   try {
     ({ values } = parseArgs({
       args,
@@ -79,6 +83,7 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
         'cpu-prof': { type: 'string' },
         perf: { type: 'string' },
         'pipeline-threads': { type: 'string' },
+        'tts-websocket': { type: 'string' },
         'max-calls': { type: 'string' },
         'overload-lag-ms': { type: 'string' },
         'gateway-log': { type: 'string' },
@@ -98,6 +103,8 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
   const workers = intIn(values.workers, '--workers', 2, 1, L.workers, problems);
   const sttLatencyMs = intIn(values['stt-latency-ms'], '--stt-latency-ms', 0, 0, L.sttLatencyMs, problems);
   const pipelineThreads = values['pipeline-threads'] === undefined ? null : intIn(values['pipeline-threads'], '--pipeline-threads', 0, 0, GATEWAY_BOUNDS.pipelineThreads, problems);
+  const ttsWebSocket = values['tts-websocket'] === undefined ? null : ((ELEVENLABS_WEBSOCKETS as readonly string[]).includes(values['tts-websocket']) ? (values['tts-websocket'] as ElevenLabsWebSocket) : null);
+  if (values['tts-websocket'] !== undefined && ttsWebSocket === null) problems.push(`--tts-websocket: must be one of ${ELEVENLABS_WEBSOCKETS.join(', ')}`);
   // The gateway's own bounds; 0 switches the rule off, as there.
   const maxCalls = values['max-calls'] === undefined ? null : intIn(values['max-calls'], '--max-calls', 0, 0, GATEWAY_BOUNDS.maxCalls, problems);
   const overloadLagMs = values['overload-lag-ms'] === undefined ? null : intIn(values['overload-lag-ms'], '--overload-lag-ms', 0, 0, GATEWAY_BOUNDS.overloadLagMs, problems);
@@ -109,5 +116,5 @@ export function loadCallBenchConfig(argv: string[] = process.argv.slice(2)): Cal
   const badFlag = gatewayNodeFlags.find((f) => !NODE_FLAG.test(f));
   if (badFlag !== undefined) problems.push(`--gateway-node-flags: each flag must be --name or --name=value, separated by spaces (got "${badFlag}")`);
   if (problems.length > 0) throw new BenchConfigError(problems);
-  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR, cpuProfDir: values['cpu-prof'] ?? null, perfDir: values.perf ?? null, pipelineThreads, maxCalls, overloadLagMs, gatewayLogFile: values['gateway-log'] ?? null, gatewayNodeFlags: Object.freeze(gatewayNodeFlags) });
+  return Object.freeze({ calls, rampSec, steadySec, workers: Math.min(workers, calls), relay: !values['no-relay'], sttLatencyMs, outDir: values.out ?? DEFAULT_OUT_DIR, cpuProfDir: values['cpu-prof'] ?? null, perfDir: values.perf ?? null, pipelineThreads, ttsWebSocket, maxCalls, overloadLagMs, gatewayLogFile: values['gateway-log'] ?? null, gatewayNodeFlags: Object.freeze(gatewayNodeFlags) });
 }

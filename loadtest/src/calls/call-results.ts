@@ -228,6 +228,8 @@ export interface CallBenchSettings {
   relay: boolean;
   /** The gateway's pipeline threads as it ran (`PIPELINE_THREADS`, `--pipeline-threads`); 0: pipelines on its event loop. */
   pipelineThreads: number | null;
+  /** The gateway's ElevenLabs socket as it ran (`ELEVENLABS_WEBSOCKET`, `--tts-websocket`); absent in reports written before it was a setting (then `stream-input`). */
+  ttsWebSocket?: string | null;
   /** The gateway's admission limits as it ran (`--max-calls`, `--overload-lag-ms`; 0: that rule off). */
   admission: AdmissionLimits | null;
   /** Node and V8 flags the gateway's process ran with (`--gateway-node-flags`); empty: none. */

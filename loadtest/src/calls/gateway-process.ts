@@ -60,6 +60,7 @@ async function start(opts: ServerStart): Promise<BenchServer> {
     ELEVENLABS_API_KEY: p.elevenlabs.apiKey,
     ELEVENLABS_BASE_URL: p.elevenlabs.url,
     ...(opts.pipelineThreads === null ? {} : { PIPELINE_THREADS: String(opts.pipelineThreads) }),
+    ...(opts.ttsWebSocket === null ? {} : { ELEVENLABS_WEBSOCKET: opts.ttsWebSocket }),
     ...(opts.maxCalls === null ? {} : { GATEWAY_MAX_CALLS: String(opts.maxCalls) }),
     ...(opts.overloadLagMs === null ? {} : { GATEWAY_OVERLOAD_LAG_MS: String(opts.overloadLagMs) }),
   });
@@ -82,7 +83,7 @@ async function start(opts: ServerStart): Promise<BenchServer> {
   const logFile = opts.logFile === null ? null : pino.destination({ dest: opts.logFile, sync: false, mkdir: true });
   const gateway: MediaGateway = await startMediaGateway(config, { bus, logger: logFile === null ? pino({ level: 'silent' }) : pino({ level: 'debug' }, logFile) });
   return {
-    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId, pipelineThreads: config.pipelineThreads, admission: admissionLimits(config) },
+    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId, pipelineThreads: config.pipelineThreads, ttsWebSocket: config.providers.elevenlabs.websocket, admission: admissionLimits(config) },
     activeCalls: () => gateway.sessions?.activeCalls ?? 0,
     close: async () => {
       await gateway.close();

@@ -6,6 +6,7 @@
  */
 import type { AdmissionLimits } from '@vap/media-gateway';
 import type { Payload } from '@vap/shared';
+import type { ElevenLabsWebSocket } from '@vap/voice-pipeline';
 import type { CallFailure } from './call-results.js';
 import type { LoopDelaySummary, RawSample } from './process-sampler.js';
 
@@ -51,6 +52,8 @@ export interface ServerStart {
   sampleIntervalMs: number;
   /** The gateway's `PIPELINE_THREADS`; null: its default. */
   pipelineThreads: number | null;
+  /** The gateway's `ELEVENLABS_WEBSOCKET`; null: its default. */
+  ttsWebSocket: ElevenLabsWebSocket | null;
   /** The gateway's `GATEWAY_MAX_CALLS` and `GATEWAY_OVERLOAD_LAG_MS`; null: its defaults. */
   maxCalls: number | null;
   overloadLagMs: number | null;
@@ -81,7 +84,7 @@ export interface GatewayCallEnd {
 
 export type ServerMessage =
   /** Listening; `streamUrl` is the Twilio media-stream WebSocket URL, `agentId`/`tenantId` what the stream's custom parameters must carry, `pipelineThreads` the gateway's PIPELINE_THREADS and `admission` its limits as it runs (null: the relay). */
-  | { kind: 'ready'; streamUrl: string; metricsUrl: string | null; agentId: string; tenantId: string; pipelineThreads: number | null; admission: AdmissionLimits | null }
+  | { kind: 'ready'; streamUrl: string; metricsUrl: string | null; agentId: string; tenantId: string; pipelineThreads: number | null; ttsWebSocket: ElevenLabsWebSocket | null; admission: AdmissionLimits | null }
   | { kind: 'sample'; sample: RawSample }
   | { kind: 'callEnded'; call: GatewayCallEnd }
   /** After `stop`: the steady-state loop delay, then the process exits. */

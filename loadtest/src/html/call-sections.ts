@@ -234,6 +234,7 @@ function settings(report: CallBenchReport): PageSection {
     ['simulated STT latency ms', String(s.sttLatencyMs)],
     ['bare relay baseline', s.relay ? 'yes' : 'no'],
     ['gateway pipeline threads', s.pipelineThreads === null ? '-' : s.pipelineThreads === 0 ? '0 (pipelines on the event loop)' : String(s.pipelineThreads)],
+    ['gateway ElevenLabs socket', s.ttsWebSocket === undefined ? 'stream-input (reports before the setting)' : (s.ttsWebSocket ?? '-')],
     ['gateway Node flags', s.gatewayNodeFlags.length > 0 ? s.gatewayNodeFlags.join(' ') : 'none'],
     ['machine', `${m.cpus} × ${m.cpuModel}`],
     ['runtime', `Node ${m.node}, ${m.platform} ${m.arch}`],

@@ -116,6 +116,7 @@ function init(overrides: Partial<SessionInit> = {}): SessionInit {
 
 describe('PipelineThreads', () => {
   it('runs a session on a thread: its first message is sent to the leg as audio with marks, reported when played, and the call stops with its record', async () => {
+    providers.simulators.elevenlabs!.reset();
     threads = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }) });
     const leg = new InstantLeg('CA1');
     const { logger } = capture();
@@ -146,6 +147,13 @@ describe('PipelineThreads', () => {
     expect(result.record.usage.ttsCharacters).toBeGreaterThan(0);
     await expect(session.ended).resolves.toBe(result);
     await vi.waitFor(() => expect(threads!.activeSessions).toBe(0));
+    // One ElevenLabs socket for the call (a context a turn), closed when the call ended.
+    const el = providers.simulators.elevenlabs!;
+    const sockets = el.connections.filter((c) => c.contexts.length > 0);
+    expect(sockets).toHaveLength(1);
+    expect(sockets[0]!.endpoint).toBe('multi-stream-input');
+    await vi.waitFor(() => expect(sockets[0]!.closeCode).not.toBeNull(), { timeout: 3000, interval: 20 });
+    expect(sockets[0]!.messages).toContainEqual({ close_socket: true });
   }, 30_000);
 
   it('is ready once every thread has loaded the pipeline, and not if a thread dies first', async () => {

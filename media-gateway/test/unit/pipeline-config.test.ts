@@ -12,3 +12,14 @@ describe('gateway pipeline threads configuration', () => {
     for (const bad of ['-1', '17', '1.5', 'two']) expect(() => loadGatewayConfig({ PIPELINE_THREADS: bad })).toThrow(/- PIPELINE_THREADS:/);
   });
 });
+
+describe('gateway ElevenLabs socket configuration', () => {
+  it('speaks multi-stream-input by default and stream-input when asked', () => {
+    expect(loadGatewayConfig({}).providers.elevenlabs.websocket).toBe('multi-stream-input');
+    expect(loadGatewayConfig({ ELEVENLABS_WEBSOCKET: 'stream-input' }).providers.elevenlabs.websocket).toBe('stream-input');
+  });
+
+  it('refuses another value, naming the variable', () => {
+    expect(() => loadGatewayConfig({ ELEVENLABS_WEBSOCKET: 'http' })).toThrow(/- ELEVENLABS_WEBSOCKET:/);
+  });
+});

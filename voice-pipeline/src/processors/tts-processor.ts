@@ -161,5 +161,6 @@ export class TtsProcessor extends Processor {
   override async close(): Promise<void> {
     for (const t of this.turns.values()) t.controller.abort();
     this.turns.clear();
+    this.opts.provider.close?.();
   }
 }

@@ -1,6 +1,8 @@
 import type { AgentConfig } from '@vap/shared';
 import { DeepgramStt } from './deepgram/stt.js';
+import { ElevenLabsMultiContextTts } from './elevenlabs/multi-context-tts.js';
 import { ElevenLabsTts } from './elevenlabs/tts.js';
+import type { ElevenLabsWebSocket } from './elevenlabs/wire.js';
 import { OpenAiLlm } from './openai/llm.js';
 import { ProviderError } from './provider-error.js';
 import { withLlmRetry } from './retry.js';
@@ -15,7 +17,8 @@ export interface ProviderEndpoint extends ProviderConnection {
 export interface ProviderEndpoints {
   deepgram: ProviderEndpoint;
   openai: ProviderEndpoint;
-  elevenlabs: ProviderEndpoint;
+  /** `websocket`: which text-in socket the TTS uses; absent: `multi-stream-input`. */
+  elevenlabs: ProviderEndpoint & { websocket?: ElevenLabsWebSocket };
 }
 
 export interface CallProviders {
@@ -64,7 +67,10 @@ export function createCallProviders(agent: AgentConfig, endpoints: ProviderEndpo
   return {
     stt: new DeepgramStt({ apiKey: dg.apiKey, baseUrl: dg.baseUrl }),
     llm: withLlmRetry(new OpenAiLlm({ apiKey: oa.apiKey, baseUrl: oa.baseUrl, timeoutMs: opts.llmTimeoutMs }), { attempts: 3, baseDelayMs: 200 }),
-    tts: new ElevenLabsTts({ apiKey: el.apiKey, baseUrl: el.baseUrl, firstByteTimeoutMs: opts.ttsFirstByteTimeoutMs }),
+    tts:
+      endpoints.elevenlabs.websocket === 'stream-input'
+        ? new ElevenLabsTts({ apiKey: el.apiKey, baseUrl: el.baseUrl, firstByteTimeoutMs: opts.ttsFirstByteTimeoutMs })
+        : new ElevenLabsMultiContextTts({ apiKey: el.apiKey, baseUrl: el.baseUrl, firstByteTimeoutMs: opts.ttsFirstByteTimeoutMs }),
     substituted,
   };
 }

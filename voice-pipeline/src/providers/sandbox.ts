@@ -1,13 +1,15 @@
 import { DeepgramSimulator } from './deepgram/simulator.js';
 import { ElevenLabsSimulator } from './elevenlabs/simulator.js';
 import { OpenAiSimulator } from './openai/simulator.js';
+import type { ElevenLabsWebSocket } from './elevenlabs/wire.js';
 import type { ProviderEndpoint, ProviderEndpoints } from './registry.js';
 
 /** Keys and base URLs for real providers; a missing key means "use the simulator". */
 export interface ProviderKeys {
   deepgram?: { apiKey?: string; baseUrl?: string };
   openai?: { apiKey?: string; baseUrl?: string };
-  elevenlabs?: { apiKey?: string; baseUrl?: string };
+  /** `websocket`: the TTS's text-in socket, live or simulated (absent: `multi-stream-input`). */
+  elevenlabs?: { apiKey?: string; baseUrl?: string; websocket?: ElevenLabsWebSocket };
 }
 
 export interface ProviderRuntime {
@@ -46,7 +48,8 @@ export async function startProviders(keys: ProviderKeys): Promise<ProviderRuntim
     simulators.elevenlabs = sim;
     return { apiKey: sim.apiKey, baseUrl: sim.url, simulated: true };
   })());
-  const endpoints: ProviderEndpoints = { deepgram, openai, elevenlabs };
+  const websocket = keys.elevenlabs?.websocket;
+  const endpoints: ProviderEndpoints = { deepgram, openai, elevenlabs: websocket === undefined ? elevenlabs : { ...elevenlabs, websocket } };
   return {
     endpoints,
     simulators,

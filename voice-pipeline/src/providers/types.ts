@@ -170,4 +170,10 @@ export interface TtsStream {
 export interface TtsProvider {
   readonly name: string;
   open(options: TtsStreamOptions, signal: AbortSignal): Promise<TtsStream>;
+  /**
+   * The call is over: let go of what outlives one stream (ElevenLabs' multi-context socket);
+   * streams still open end silently, later `open()`s reject. Absent where each stream holds
+   * its own connection.
+   */
+  close?(): void;
 }

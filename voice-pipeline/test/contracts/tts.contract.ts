@@ -1,7 +1,7 @@
 /**
  * Contract for a streaming TtsProvider and its simulator (STYLE.md §4): what goes over the
- * wire (ElevenLabs `stream-input`, reference/tts.md §1), what comes back through `events`,
- * barge-in and failures. Call `ttsContract({ provider, simulator })` inside a test file that
+ * wire (ElevenLabs `stream-input` or `multi-stream-input`, reference/tts.md §1, §1.3), what
+ * comes back through `events`, barge-in and failures. Call `ttsContract({ provider, simulator })` inside a test file that
  * starts the simulator; both are getters because the simulator starts in `beforeAll`.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -15,6 +15,8 @@ export interface TtsContractTarget {
   /** An adapter pointed at `simulator()`; the fault tests ask for a short first-byte timeout. */
   provider: (options?: { firstByteTimeoutMs?: number }) => TtsProvider;
   simulator: () => ElevenLabsSimulator;
+  /** The socket the adapter speaks: a socket a stream (default) or a context a stream on a shared socket. */
+  wire?: 'stream-input' | 'multi-stream-input';
 }
 
 type AudioEvent = Extract<TtsEvent, { type: 'audio' }>;
@@ -63,6 +65,10 @@ async function failureOf(promise: Promise<unknown>): Promise<ProviderError> {
 /** Registers the TTS contract. */
 export function ttsContract(target: TtsContractTarget): void {
   const sim = (): ElevenLabsSimulator => target.simulator();
+  const wire = target.wire ?? 'stream-input';
+  const multi = wire === 'multi-stream-input';
+  /** The context of the last socket's first context (multi-stream-input), to spell the expected messages. */
+  const contextId = (): string => sim().lastConnection!.contexts[0]!;
   const open = (options: Partial<TtsStreamOptions> = {}, signal = new AbortController().signal, provider = target.provider()): Promise<TtsStream> =>
     provider.open({ ...BASE, ...options }, signal);
 
@@ -75,6 +81,7 @@ export function ttsContract(target: TtsContractTarget): void {
         stream.end();
         await collect(stream);
         const rec = sim().lastConnection!;
+        expect(rec.endpoint).toBe(wire);
         expect(rec.voiceId).toBe('voice-abc');
         expect(rec.query).toMatchObject({ model_id: 'eleven_turbo_v2_5', output_format: 'ulaw_8000', language_code: 'de' });
         expect(Number(rec.query.inactivity_timeout)).toBeGreaterThanOrEqual(1);
@@ -87,6 +94,7 @@ export function ttsContract(target: TtsContractTarget): void {
         await collect(stream);
         const init = sim().lastConnection!.messages[0] as Record<string, unknown>;
         expect(init.text).toBe(' ');
+        if (multi) expect(init.context_id).toBe(contextId());
         expect(init.voice_settings).toEqual({ stability: 0.4, similarity_boost: 0.8, style: 0.1, use_speaker_boost: true, speed: 1.1 });
         const schedule = (init.generation_config as { chunk_length_schedule: number[] }).chunk_length_schedule;
         expect(schedule[0]).toBeLessThan(120); // below the service default, for faster first audio
@@ -100,7 +108,10 @@ export function ttsContract(target: TtsContractTarget): void {
         stream.flush();
         stream.end();
         await collect(stream);
-        expect(sim().lastConnection!.messages.slice(1)).toEqual([{ text: 'Hello ' }, { text: 'there. ' }, { text: ' ', flush: true }, { text: '' }]);
+        const c = multi ? { context_id: contextId() } : {};
+        // On multi-stream-input an empty text is no close: the flush carries none and the end is close_context (§1.3).
+        const [flush, close] = multi ? [{ text: '', flush: true, ...c }, { close_context: true, ...c }] : [{ text: ' ', flush: true }, { text: '' }];
+        expect(sim().lastConnection!.messages.slice(1)).toEqual([{ text: 'Hello ', ...c }, { text: 'there. ', ...c }, flush, close]);
       });
 
       it('sends a sentence and its flush as one message, and speaks it before end()', async () => {
@@ -114,7 +125,9 @@ export function ttsContract(target: TtsContractTarget): void {
         stream.sendText('', { flush: true });
         stream.end();
         for (let r = await iterator.next(); r.done !== true; r = await iterator.next());
-        expect(sim().lastConnection!.messages.slice(1)).toEqual([{ text: 'Your table ' }, { text: 'is booked for seven. ', flush: true }, { text: ' ', flush: true }, { text: '' }]);
+        const c = multi ? { context_id: contextId() } : {};
+        const [flush, close] = multi ? [{ text: '', flush: true, ...c }, { close_context: true, ...c }] : [{ text: ' ', flush: true }, { text: '' }];
+        expect(sim().lastConnection!.messages.slice(1)).toEqual([{ text: 'Your table ', ...c }, { text: 'is booked for seven. ', flush: true, ...c }, flush, close]);
         expect(sim().lastConnection!.generations).toEqual(['Your table is booked for seven. ']);
       });
     });
@@ -128,7 +141,8 @@ export function ttsContract(target: TtsContractTarget): void {
         const first = await iterator.next();
         expect(first.done).toBe(false);
         expect((first.value as TtsEvent).type).toBe('audio');
-        expect(sim().lastConnection!.messages.some((m) => (m as { text?: string }).text === '')).toBe(false);
+        // No end of the stream went out (stream-input's closing "", multi-stream-input's close_context).
+        expect(sim().lastConnection!.messages.some((m) => (multi ? (m as { close_context?: boolean }).close_context === true : (m as { text?: string }).text === ''))).toBe(false);
         stream.end();
         let last: TtsEvent | undefined;
         for (let r = await iterator.next(); r.done !== true; r = await iterator.next()) last = r.value;
@@ -196,7 +210,7 @@ export function ttsContract(target: TtsContractTarget): void {
     });
 
     describe('barge-in', () => {
-      it('closes the socket promptly on abort and ends events without an error', async () => {
+      it(multi ? 'closes the context promptly on abort, keeping the socket, and ends events without an error' : 'closes the socket promptly on abort and ends events without an error', async () => {
         const controller = new AbortController();
         const stream = await open({}, controller.signal);
         stream.sendText('This is a long answer that the caller is about to interrupt, so most of it is never heard. ');
@@ -210,8 +224,15 @@ export function ttsContract(target: TtsContractTarget): void {
         })();
         await expect(consumed).resolves.toBeUndefined();
         expect(seen).toHaveLength(1);
-        await until(() => sim().lastConnection!.closeCode !== null, 500);
-        expect(sim().lastConnection!.closedBy).toBe('client');
+        if (multi) {
+          const id = contextId();
+          await until(() => sim().lastConnection!.messages.some((m) => (m as { close_context?: boolean }).close_context === true), 500);
+          expect(sim().lastConnection!.messages.at(-1)).toEqual({ context_id: id, close_context: true });
+          expect(sim().lastConnection!.closeCode).toBeNull();
+        } else {
+          await until(() => sim().lastConnection!.closeCode !== null, 500);
+          expect(sim().lastConnection!.closedBy).toBe('client');
+        }
         stream.sendText('ignored after abort ');
         stream.end();
       });

@@ -37,14 +37,18 @@ export const DEFAULT_FAULTS: Readonly<ElevenLabsSimFaults> = Object.freeze({
 /** What the simulator saw on one socket, in order. */
 export interface ElevenLabsSimConnection {
   id: number;
+  /** `stream-input` (one generation stream) or `multi-stream-input` (contexts, reference/tts.md §1.3). */
+  endpoint: 'stream-input' | 'multi-stream-input';
   voiceId: string;
   query: Record<string, string>;
   /** Upgrade request headers, lower-case names. */
   headers: Record<string, string | string[] | undefined>;
   /** Every client text frame: parsed JSON, or the raw text when it was not JSON. */
   messages: unknown[];
-  /** Text of each generation, in order. */
+  /** Text of each generation, in the order generated (over all contexts on `multi-stream-input`). */
   generations: string[];
+  /** `multi-stream-input`: each context's id, in the order created; empty on `stream-input`. */
+  contexts: string[];
   charactersSynthesised: number;
   /** Close code as the server saw it (1005 = client closed without a code, 1006 = no close frame), `null` while open. */
   closeCode: number | null;

@@ -1,6 +1,6 @@
 /**
- * A protocol-faithful ElevenLabs TTS simulator on loopback: the `stream-input` WebSocket
- * (reference/tts.md §1), a plain HTTP `/stream` (§2), fault controls and a record of
+ * A protocol-faithful ElevenLabs TTS simulator on loopback: the `stream-input` and
+ * `multi-stream-input` WebSockets (reference/tts.md §1, §1.3), a plain HTTP `/stream` (§2), fault controls and a record of
  * everything clients sent. Tests, sandbox mode and load tests point `baseUrl` at `url`.
  */
 import { createServer } from 'node:http';
@@ -8,6 +8,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { renderGeneration } from './sim-audio.js';
+import { MultiSimSession } from './sim-multi-session.js';
 import { DEFAULT_FAULTS, SimSession } from './sim-session.js';
 import type { ElevenLabsSimConnection, ElevenLabsSimFaults } from './sim-session.js';
 import { rawFormatSpec } from './wire.js';
@@ -22,7 +23,7 @@ export interface ElevenLabsSimHttpRequest {
   body: unknown;
 }
 
-const STREAM_INPUT_PATH = /^\/v1\/text-to-speech\/([^/]+)\/stream-input$/;
+const STREAM_INPUT_PATH = /^\/v1\/text-to-speech\/([^/]+)\/(stream-input|multi-stream-input)$/;
 const HTTP_STREAM_PATH = /^\/v1\/text-to-speech\/([^/]+)\/stream$/;
 const DEFAULT_API_KEY = 'sim-elevenlabs-key';
 
@@ -39,7 +40,7 @@ export class ElevenLabsSimulator {
   /** `http://127.0.0.1:PORT`: pass as the adapter's `baseUrl`. */
   readonly url: string;
   readonly apiKey: string;
-  /** Every `stream-input` socket, oldest first. */
+  /** Every `stream-input` and `multi-stream-input` socket, oldest first. */
   readonly connections: ElevenLabsSimConnection[] = [];
   /** Every HTTP `/stream` request, oldest first. */
   readonly httpRequests: ElevenLabsSimHttpRequest[] = [];
@@ -127,20 +128,25 @@ export class ElevenLabsSimulator {
     if (rejectAtUpgrade && faults.rejectAuth !== 'first-message') {
       return rejectUpgrade(socket, 401, { detail: { status: 'invalid_api_key', message: 'Invalid API key' } });
     }
+    const endpoint = match[2] as ElevenLabsSimConnection['endpoint'];
     const record: ElevenLabsSimConnection = {
       id: this.nextId++,
+      endpoint,
       voiceId: decodeURIComponent(match[1]!),
       query,
       headers: { ...req.headers },
       messages: [],
       generations: [],
+      contexts: [],
       charactersSynthesised: 0,
       closeCode: null,
       closedBy: null,
     };
     this.connections.push(record);
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      new SimSession(ws, { record, format, apiKey: this.apiKey, headerKey, inactivityTimeoutS, faults: () => this.faults, tcp: socket });
+      const setup = { record, format, apiKey: this.apiKey, headerKey, inactivityTimeoutS, faults: () => this.faults, tcp: socket };
+      if (endpoint === 'multi-stream-input') new MultiSimSession(ws, setup);
+      else new SimSession(ws, setup);
     });
   }
 

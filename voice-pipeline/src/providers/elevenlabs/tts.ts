@@ -8,10 +8,10 @@
  * adapter speaks the documented wire protocol itself (STYLE.md §4 allows it when the SDK
  * has no client for the endpoint).
  */
-import type { IncomingMessage } from 'node:http';
 import { WebSocket } from 'ws';
-import { ProviderError, isRetryableStatus } from '../provider-error.js';
+import type { ProviderError } from '../provider-error.js';
 import type { TtsEvent, TtsProvider, TtsStream, TtsStreamOptions } from '../types.js';
+import { CHUNK_LENGTH_SCHEDULE, CLOSE_GRACE_MS, DEFAULT_MODEL, PROVIDER, abortError, closeError, connect, serviceError, tsError } from './connection.js';
 import { EventQueue } from './event-queue.js';
 import { parseServerMessage, streamInputPath, toWebSocketBase, toWireVoiceSettings } from './wire.js';
 import type { WireInitMessage, WireTextMessage } from './wire.js';
@@ -30,20 +30,6 @@ export interface ElevenLabsTtsOptions {
   /** Server-side idle limit (sent in whole seconds, 1–180); the adapter sends keep-alives at half of it. Default 20000. */
   inactivityTimeoutMs?: number;
 }
-
-const PROVIDER = 'elevenlabs';
-/** Lowest-latency model (reference/tts.md §1 lists it first for real-time use). */
-const DEFAULT_MODEL = 'eleven_flash_v2_5';
-/**
- * The default schedule `[120, 160, 250, 290]` holds back the first 120 characters before
- * generating anything. An agent reply's first sentence is often longer than 50 characters
- * but shorter than 120, and we `flush()` at each sentence end anyway, so a schedule starting
- * at the documented minimum (50) lets a long first sentence start speaking sooner; the later
- * values grow again because longer chunks give better prosody.
- */
-const CHUNK_LENGTH_SCHEDULE = [50, 90, 120, 150];
-/** How long a graceful close may take before the socket is destroyed. */
-const CLOSE_GRACE_MS = 1000;
 
 /**
  * `TtsProvider` for ElevenLabs. Each `open()` is one agent turn and one socket: the init
@@ -95,52 +81,6 @@ export class ElevenLabsTts implements TtsProvider {
       keepAliveMs: (inactivityTimeoutS * 1000) / 2,
     });
   }
-}
-
-function connect(ws: WebSocket, timeoutMs: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(tsError('tts.timeout', `no WebSocket connection within ${timeoutMs} ms`, true)), timeoutMs);
-    const onAbort = (): void => fail(abortError());
-    signal.addEventListener('abort', onAbort, { once: true });
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-      ws.removeListener('open', onOpen);
-      ws.removeListener('error', onError);
-      ws.removeListener('unexpected-response', onResponse);
-    };
-    const fail = (err: unknown): void => {
-      done();
-      ws.terminate();
-      reject(err);
-    };
-    const onOpen = (): void => {
-      done();
-      resolve();
-    };
-    const onError = (err: Error): void => fail(tsError('tts.connection_failed', `WebSocket connection failed: ${err.message}`, true, { cause: err }));
-    const onResponse = (_req: unknown, res: IncomingMessage): void => {
-      // A rejected upgrade: 401/403 for a bad key (reference/tts.md §1.2 says auth may fail here or with a 1008 close).
-      const status = res.statusCode ?? 0;
-      const requestId = headerValue(res.headers['request-id']);
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        if (body.length < 2048) body += chunk;
-      });
-      res.on('end', () => {
-        const detail = body.length > 0 ? `: ${body.slice(0, 300)}` : '';
-        if (status === 401 || status === 403) {
-          fail(tsError('tts.unauthorized', `ElevenLabs rejected the API key (HTTP ${status})${detail}`, false, { status, requestId }));
-        } else {
-          fail(tsError(`tts.http_${status}`, `ElevenLabs refused the WebSocket upgrade (HTTP ${status})${detail}`, isRetryableStatus(status), { status, requestId }));
-        }
-      });
-    };
-    ws.on('open', onOpen);
-    ws.on('error', onError);
-    ws.on('unexpected-response', onResponse);
-  });
 }
 
 interface SessionTimings {
@@ -240,11 +180,9 @@ class StreamInputSession implements TtsStream {
         this.queue.end();
         this.shutdown();
         return;
-      case 'error': {
-        const code = `tts.${msg.error.toLowerCase().replace(/[^a-z0-9_]+/g, '_')}`;
-        this.failWith(tsError(code, `ElevenLabs error ${msg.error}: ${msg.message}`, RETRYABLE_ERRORS.has(msg.error)));
+      case 'error':
+        this.failWith(serviceError(msg.error, msg.message));
         return;
-      }
       case 'ignored':
         return;
     }
@@ -319,33 +257,3 @@ class StreamInputSession implements TtsStream {
   }
 }
 
-/** `error` values that describe a passing condition rather than a bad request or account. */
-const RETRYABLE_ERRORS = new Set(['rate_limited', 'too_many_concurrent_requests', 'system_busy', 'internal_error', 'server_error', 'timeout']);
-
-/** Maps an unexpected close to a ProviderError (reference/tts.md §1.2: 1008 with a reason, 1009 for a bad voice/model pair). */
-function closeError(code: number, reason: string): ProviderError {
-  const why = reason.length > 0 ? `${code} ${reason}` : String(code);
-  if (code === 1008) {
-    if (/auth|api[ _-]?key|unauthori[sz]ed|credential|permission/i.test(reason)) {
-      return tsError('tts.unauthorized', `ElevenLabs rejected the API key (close ${why})`, false);
-    }
-    if (/inactiv|timeout|have not received/i.test(reason)) {
-      return tsError('tts.inactivity_timeout', `ElevenLabs closed an idle stream (close ${why})`, true);
-    }
-    return tsError('tts.policy_violation', `ElevenLabs closed the stream (close ${why})`, false);
-  }
-  if (code === 1009) return tsError('tts.invalid_request', `ElevenLabs rejected the voice/model (close ${why})`, false);
-  return tsError('tts.connection_lost', `ElevenLabs connection lost (close ${why})`, true);
-}
-
-function tsError(code: string, message: string, retryable: boolean, extra: { status?: number; requestId?: string | undefined; cause?: unknown } = {}): ProviderError {
-  return new ProviderError({ provider: PROVIDER, capability: 'tts', code, message, retryable, ...extra });
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function abortError(): Error {
-  return new DOMException('ElevenLabs TTS open was aborted', 'AbortError');
-}

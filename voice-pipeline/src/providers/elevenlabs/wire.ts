@@ -5,6 +5,14 @@
  */
 import type { TtsAlignment, TtsVoiceSettings } from '../types.js';
 
+/**
+ * The two text-in WebSockets: `multi-stream-input` (one socket a call, a context a turn;
+ * the default) and `stream-input` (a socket a turn). README "Configuration":
+ * `ELEVENLABS_WEBSOCKET`.
+ */
+export const ELEVENLABS_WEBSOCKETS = ['multi-stream-input', 'stream-input'] as const;
+export type ElevenLabsWebSocket = (typeof ELEVENLABS_WEBSOCKETS)[number];
+
 /** Every raw (headerless) output format the simulator can produce; the adapter's `TtsOutputFormat` is a subset. */
 export const RAW_OUTPUT_FORMATS = ['ulaw_8000', 'alaw_8000', 'pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100'] as const;
 export type RawOutputFormat = (typeof RAW_OUTPUT_FORMATS)[number];
@@ -123,7 +131,28 @@ export function parseServerMessage(text: string): ServerMessage {
     return { kind: 'ignored' };
   }
   if (msg === null || typeof msg !== 'object') return { kind: 'ignored' };
+  return classify(msg as Record<string, unknown>);
+}
+
+/**
+ * {@link parseServerMessage} for `multi-stream-input` (reference/tts.md §1.3): the same
+ * classification, plus the context the message is for (`contextId`; one schema spells it
+ * `context_id`), `null` when it names none (an error for the whole socket).
+ */
+export function parseMultiServerMessage(text: string): { message: ServerMessage; contextId: string | null } {
+  let msg: unknown;
+  try {
+    msg = JSON.parse(text);
+  } catch {
+    return { message: { kind: 'ignored' }, contextId: null };
+  }
+  if (msg === null || typeof msg !== 'object') return { message: { kind: 'ignored' }, contextId: null };
   const m = msg as Record<string, unknown>;
+  const id = m.contextId ?? m.context_id;
+  return { message: classify(m), contextId: typeof id === 'string' ? id : null };
+}
+
+function classify(m: Record<string, unknown>): ServerMessage {
   if (typeof m.audio === 'string' && m.audio.length > 0) {
     // A view of the decoded bytes: no second copy.
     const decoded = Buffer.from(m.audio, 'base64');
@@ -147,6 +176,18 @@ export function parseServerMessage(text: string): ServerMessage {
 export function streamInputPath(voiceId: string): string {
   return `/v1/text-to-speech/${encodeURIComponent(voiceId)}/stream-input`;
 }
+
+/** `/v1/text-to-speech/{voiceId}/multi-stream-input` (reference/tts.md §1.3) */
+export function multiStreamInputPath(voiceId: string): string {
+  return `/v1/text-to-speech/${encodeURIComponent(voiceId)}/multi-stream-input`;
+}
+
+/** Client messages of `multi-stream-input` (reference/tts.md §1.3): every one but `close_socket` names its context. */
+export type WireMultiMessage =
+  | (Omit<WireInitMessage, 'text'> & { text: ' '; context_id: string })
+  | { text: string; context_id: string; flush?: boolean }
+  | { context_id: string; close_context: true }
+  | { close_socket: true };
 
 /** `http://` → `ws://`, `https://` → `wss://`; a `ws(s)://` base is kept as it is. Trailing slashes are dropped. */
 export function toWebSocketBase(baseUrl: string): string {
