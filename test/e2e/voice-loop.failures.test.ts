@@ -240,7 +240,10 @@ describe('TTS stalling on a phone call', () => {
     await script(call, [{ expectAgent: true }]);
     // From now on the TTS takes text and never answers (the platform's stall limit is 800 ms).
     el.setFaults({ neverRespond: true });
+    // A TTS stream is a socket on `stream-input`, a context on `multi-stream-input` (the default).
+    const streams = () => el.connections.flatMap((c) => (c.endpoint === 'multi-stream-input' ? c.contexts.map((id) => ({ socket: c.id, id })) : [{ socket: c.id, id: '' }]));
     const socketsBefore = el.connections.length;
+    const streamsBefore = streams().length;
 
     const [said] = await script(call, [{ say: LINES.book }, { expectHangup: true }]);
     const hungUpAt = performance.now();
@@ -248,7 +251,12 @@ describe('TTS stalling on a phone call', () => {
     // Nothing was heard after the caller's line; the line was closed within the two stall limits and the LLM time.
     expect(call.firstAgentAudioAfter(said!.speechEndedAt)).toBeNull();
     expect(hungUpAt - said!.speechEndedAt).toBeLessThan(6000);
-    expect(el.connections.length - socketsBefore).toBe(2); // the turn's stream and its one retry
+    const turnStreams = streams().slice(streamsBefore);
+    expect(turnStreams).toHaveLength(2); // the turn's stream and its one retry
+    // The retry does not reuse the socket that stalled: on multi-stream-input the turn's context was
+    // on the call's socket (opened by the first message), the retry's on a new one.
+    expect(turnStreams[1]!.socket).not.toBe(turnStreams[0]!.socket);
+    expect(el.connections.length - socketsBefore).toBe(el.connections[0]!.endpoint === 'multi-stream-input' ? 1 : 2);
     const outcomeOf = await outcome(callSid);
     expect(outcomeOf.conv).toMatchObject({ status: 'failed', endReason: 'error' });
     expect(await p.storedError(outcomeOf.conv.id)).toMatchObject({ code: 'tts.timeout' });
