@@ -116,6 +116,29 @@ describe('ElevenLabs multi-context adapter', () => {
     tts.close();
   });
 
+  it('does not reuse a socket about to reach inactivity_timeout: closes it and opens a new one', async () => {
+    // 4 s timeout: a socket idle for 3 s or more is not reused (the margin is a quarter of it).
+    const tts = makeTts({ inactivityTimeoutMs: 4000 });
+    const first = await tts.open(OPTIONS, new AbortController().signal);
+    first.sendText('Hello.', { flush: true });
+    first.end();
+    await collect(first);
+    const rec = sim.connections[0]!;
+    await new Promise((r) => setTimeout(r, 3200));
+    expect(rec.closeCode).toBeNull(); // the service has not closed it yet
+    const second = await tts.open(OPTIONS, new AbortController().signal);
+    second.sendText('Still there?', { flush: true });
+    second.end();
+    expect(spoken(await collect(second))).toBe('Still there?');
+    expect(sim.connections).toHaveLength(2);
+    expect(sim.connections[1]!.contexts).toEqual(['turn-2']);
+    await until(() => rec.closeCode !== null, 2000);
+    // Closed 1000 after our close_socket, not 1008 by the service's inactivity timeout.
+    expect(rec.messages.at(-1)).toEqual({ close_socket: true });
+    expect(rec.closeCode).toBe(1000);
+    tts.close();
+  });
+
   it('fails the turn under way when the socket drops, and opens a new socket for the retry', async () => {
     const tts = makeTts();
     sim.setFaults({ dropAfterMs: 150 });

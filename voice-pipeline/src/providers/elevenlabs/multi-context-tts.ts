@@ -26,7 +26,8 @@ const NEVER_ABORTED = new AbortController().signal;
  * `TtsProvider` for ElevenLabs with one socket per provider (the registry makes one provider
  * per call) and one context per `open()`. The socket is opened by the first `open()` and
  * reopened by the next one after it closed (idle past `inactivity_timeout`, lost, or retired
- * after a stall); a turn aborted while it connects leaves it connecting for the next.
+ * after a stall) or when it is within a quarter of `inactivity_timeout` (at most 2 s) of the
+ * service's idle close; a turn aborted while it connects leaves it connecting for the next.
  * Barge-in: aborting a turn's signal sends `close_context` and ends its `events` at once
  * without an error; audio the service still sends for that context is dropped. `close()`
  * (the call ended) sends `close_socket` and closes the socket.
@@ -63,7 +64,11 @@ export class ElevenLabsMultiContextTts implements TtsProvider {
     const url = `${this.opts.baseUrl}${multiStreamInputPath(options.voiceId)}?${query.toString()}`;
 
     let socket = this.socket;
-    if (socket === null || socket.url !== url || !socket.usable) {
+    // A socket about to reach inactivity_timeout is not reused: the service's close could cross
+    // the new context's first message on the wire, failing the turn. The margin is a quarter of
+    // the timeout, at most 2 s.
+    const maxIdleMs = inactivityTimeoutS * 1000 - Math.min(2000, inactivityTimeoutS * 250);
+    if (socket === null || socket.url !== url || !socket.usable || socket.idleMs() >= maxIdleMs) {
       // Other stream options (voice, format, language) need a socket of their own: the old one goes once its turns end.
       socket?.retire();
       const created = new ContextSocket(url, this.opts.apiKey, this.opts.connectTimeoutMs, () => {
@@ -99,6 +104,8 @@ class ContextSocket {
   private readonly connecting: Promise<void>;
   private state: 'connecting' | 'open' | 'closed' = 'connecting';
   private retired = false;
+  /** When a message last went out (or the socket opened): the service counts inactivity from there. */
+  private lastSentAt = performance.now();
   private readonly contexts = new Map<string, ContextStream>();
   private readonly onGone: () => void;
 
@@ -111,6 +118,7 @@ class ContextSocket {
     this.connecting = connect(this.ws, connectTimeoutMs, NEVER_ABORTED).then(
       () => {
         if (this.state === 'connecting') this.state = 'open';
+        this.lastSentAt = performance.now();
       },
       (err: unknown) => {
         this.gone();
@@ -127,6 +135,11 @@ class ContextSocket {
 
   get usable(): boolean {
     return this.state !== 'closed' && !this.retired;
+  }
+
+  /** Milliseconds since a message last went out on the open socket (0 while connecting). */
+  idleMs(): number {
+    return this.state === 'open' ? performance.now() - this.lastSentAt : 0;
   }
 
   /** Resolves once the socket is open; rejects with its connection failure, or an `AbortError` when `signal` aborts first. */
@@ -157,7 +170,10 @@ class ContextSocket {
   }
 
   send(message: WireMultiMessage): void {
-    if (this.state === 'open' && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+    if (this.state === 'open' && this.ws.readyState === WebSocket.OPEN) {
+      this.ws.send(JSON.stringify(message));
+      this.lastSentAt = performance.now();
+    }
   }
 
   /** A context ended (final, failure or abort): it gets nothing more. */
