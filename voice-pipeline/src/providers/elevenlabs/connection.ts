@@ -1,11 +1,15 @@
 /**
  * What both ElevenLabs WebSocket adapters share (`tts.ts` on `stream-input`,
  * `multi-context-tts.ts` on `multi-stream-input`): the handshake with its failures, the
- * mapping of closes and error messages to ProviderErrors, and the chunk schedule.
+ * mapping of closes and error messages to ProviderErrors, the chunk schedule, their options
+ * and the socket URL of a turn's stream options.
  */
 import type { IncomingMessage } from 'node:http';
 import type { WebSocket } from 'ws';
 import { ProviderError, isRetryableStatus } from '../provider-error.js';
+import type { TtsStreamOptions } from '../types.js';
+import type { ElevenLabsTtsOptions } from './tts.js';
+import { toWebSocketBase } from './wire.js';
 
 export const PROVIDER = 'elevenlabs';
 /** Lowest-latency model (reference/tts.md §1 lists it first for real-time use). */
@@ -20,6 +24,32 @@ export const DEFAULT_MODEL = 'eleven_flash_v2_5';
 export const CHUNK_LENGTH_SCHEDULE = [50, 90, 120, 150];
 /** How long a graceful close may take before the socket is destroyed. */
 export const CLOSE_GRACE_MS = 1000;
+
+export type ResolvedTtsOptions = Required<Omit<ElevenLabsTtsOptions, 'model'>> & { model: string };
+
+/** The adapter's options with their defaults; `inactivityTimeoutMs` defaults to the adapter's own. */
+export function resolveTtsOptions(options: ElevenLabsTtsOptions, inactivityTimeoutMs: number): ResolvedTtsOptions {
+  return {
+    apiKey: options.apiKey,
+    baseUrl: toWebSocketBase(options.baseUrl),
+    model: options.model ?? DEFAULT_MODEL,
+    firstByteTimeoutMs: options.firstByteTimeoutMs ?? 5000,
+    connectTimeoutMs: options.connectTimeoutMs ?? 5000,
+    inactivityTimeoutMs: options.inactivityTimeoutMs ?? inactivityTimeoutMs,
+  };
+}
+
+/**
+ * The socket URL for `options` on the endpoint at `path` (`streamInputPath` or
+ * `multiStreamInputPath` of the voice): model, output format, language and
+ * `inactivity_timeout` in whole seconds (the service takes 1–180), which it also returns.
+ */
+export function socketUrl(opts: ResolvedTtsOptions, path: string, options: TtsStreamOptions): { url: string; inactivityTimeoutS: number } {
+  const inactivityTimeoutS = Math.min(180, Math.max(1, Math.ceil(opts.inactivityTimeoutMs / 1000)));
+  const query = new URLSearchParams({ model_id: options.model ?? opts.model, output_format: options.outputFormat, inactivity_timeout: String(inactivityTimeoutS) });
+  if (options.language !== undefined) query.set('language_code', options.language);
+  return { url: `${opts.baseUrl}${path}?${query.toString()}`, inactivityTimeoutS };
+}
 
 /**
  * Waits for the upgrade. Rejects with a ProviderError (`tts.unauthorized`, `tts.http_<status>`,

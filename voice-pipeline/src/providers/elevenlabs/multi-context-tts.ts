@@ -6,13 +6,14 @@
  * "Benchmarks"). `ws` rather than the SDK for the reason `tts.ts` gives.
  */
 import { WebSocket } from 'ws';
-import type { ProviderError } from '../provider-error.js';
-import type { TtsEvent, TtsProvider, TtsStream, TtsStreamOptions } from '../types.js';
-import { CHUNK_LENGTH_SCHEDULE, CLOSE_GRACE_MS, DEFAULT_MODEL, PROVIDER, abortError, closeError, connect, serviceError, tsError } from './connection.js';
-import { EventQueue } from './event-queue.js';
+import type { TtsProvider, TtsStream, TtsStreamOptions } from '../types.js';
+import { CHUNK_LENGTH_SCHEDULE, CLOSE_GRACE_MS, PROVIDER, abortError, connect, resolveTtsOptions, serviceError, socketUrl, tsError } from './connection.js';
+import type { ResolvedTtsOptions } from './connection.js';
+import { TurnStream } from './turn-stream.js';
+import type { TurnTimings } from './turn-stream.js';
 import type { ElevenLabsTtsOptions } from './tts.js';
-import { multiStreamInputPath, parseMultiServerMessage, toWebSocketBase, toWireVoiceSettings } from './wire.js';
-import type { ServerMessage, WireInitMessage, WireMultiMessage } from './wire.js';
+import { multiStreamInputPath, parseMultiServerMessage, toWireVoiceSettings } from './wire.js';
+import type { WireInitMessage, WireMultiMessage } from './wire.js';
 
 /**
  * Options as {@link ElevenLabsTtsOptions}; `inactivityTimeoutMs` defaults to the service's
@@ -34,20 +35,13 @@ const NEVER_ABORTED = new AbortController().signal;
  */
 export class ElevenLabsMultiContextTts implements TtsProvider {
   readonly name = PROVIDER;
-  private readonly opts: Required<Omit<ElevenLabsMultiContextTtsOptions, 'model'>> & { model: string };
+  private readonly opts: ResolvedTtsOptions;
   private socket: ContextSocket | null = null;
   private nextContext = 1;
   private closed = false;
 
   constructor(options: ElevenLabsMultiContextTtsOptions) {
-    this.opts = {
-      apiKey: options.apiKey,
-      baseUrl: toWebSocketBase(options.baseUrl),
-      model: options.model ?? DEFAULT_MODEL,
-      firstByteTimeoutMs: options.firstByteTimeoutMs ?? 5000,
-      connectTimeoutMs: options.connectTimeoutMs ?? 5000,
-      inactivityTimeoutMs: options.inactivityTimeoutMs ?? 180_000,
-    };
+    this.opts = resolveTtsOptions(options, 180_000);
   }
 
   /**
@@ -58,10 +52,7 @@ export class ElevenLabsMultiContextTts implements TtsProvider {
   async open(options: TtsStreamOptions, signal: AbortSignal): Promise<TtsStream> {
     if (signal.aborted) throw abortError();
     if (this.closed) throw tsError('tts.closed', 'the ElevenLabs provider of this call was closed', false);
-    const inactivityTimeoutS = Math.min(180, Math.max(1, Math.ceil(this.opts.inactivityTimeoutMs / 1000)));
-    const query = new URLSearchParams({ model_id: options.model ?? this.opts.model, output_format: options.outputFormat, inactivity_timeout: String(inactivityTimeoutS) });
-    if (options.language !== undefined) query.set('language_code', options.language);
-    const url = `${this.opts.baseUrl}${multiStreamInputPath(options.voiceId)}?${query.toString()}`;
+    const { url, inactivityTimeoutS } = socketUrl(this.opts, multiStreamInputPath(options.voiceId), options);
 
     let socket = this.socket;
     // A socket about to reach inactivity_timeout is not reused: the service's close could cross
@@ -90,11 +81,6 @@ export class ElevenLabsMultiContextTts implements TtsProvider {
     this.socket?.close();
     this.socket = null;
   }
-}
-
-interface ContextTimings {
-  firstByteTimeoutMs: number;
-  keepAliveMs: number;
 }
 
 /** One `multi-stream-input` socket. State: connecting → open → closed; `retired`: no new contexts, closed once the last one ends. */
@@ -162,7 +148,7 @@ class ContextSocket {
     });
   }
 
-  openContext(id: string, init: WireInitMessage, signal: AbortSignal, timings: ContextTimings): TtsStream {
+  openContext(id: string, init: WireInitMessage, signal: AbortSignal, timings: TurnTimings): TtsStream {
     const context = new ContextStream(this, id, signal, timings);
     this.contexts.set(id, context);
     context.start(init);
@@ -237,172 +223,55 @@ class ContextSocket {
   }
 }
 
-/** One turn's context. State: open → ending (`close_context` sent after the last text) → closed (final, failure or abort). */
-class ContextStream implements TtsStream {
-  private readonly queue: EventQueue<TtsEvent>;
-  private state: 'open' | 'ending' | 'closed' = 'open';
-  /** Text went out since the last flush, so a flush will produce audio worth waiting for. */
-  private unflushedText = false;
-  private watchdog: NodeJS.Timeout | null = null;
-  private keepAlive: NodeJS.Timeout | null = null;
-  private readonly onAbort = (): void => this.abort();
+/** One turn's context on the call's socket: the turn ends with `close_context`, a barge-in or failure stops it with the same (§1.3). */
+class ContextStream extends TurnStream<WireMultiMessage> {
+  protected readonly flushesBeforeEnd = true;
 
   constructor(
     private readonly socket: ContextSocket,
     private readonly id: string,
-    private readonly signal: AbortSignal,
-    private readonly timings: ContextTimings,
+    signal: AbortSignal,
+    timings: TurnTimings,
   ) {
-    this.queue = new EventQueue<TtsEvent>(() => this.abort());
+    super(signal, timings);
   }
 
   start(init: WireInitMessage): void {
-    this.signal.addEventListener('abort', this.onAbort, { once: true });
-    this.send({ ...init, context_id: this.id });
-    if (this.signal.aborted) this.abort();
+    this.begin({ ...init, context_id: this.id });
   }
 
-  get events(): AsyncIterable<TtsEvent> {
-    return this.queue;
-  }
-
-  sendText(text: string, opts?: { flush?: boolean }): void {
-    if (this.state !== 'open') return;
-    if (text.length === 0) {
-      if (opts?.flush === true) this.flush();
-      return;
-    }
-    if (text.trim().length > 0) this.unflushedText = true;
-    // Each chunk ends with a space so the server never splits a word across chunks (reference/tts.md §1.1.2).
-    const chunk = text.endsWith(' ') ? text : `${text} `;
-    if (opts?.flush !== true) {
-      this.send({ text: chunk, context_id: this.id });
-      return;
-    }
-    this.send({ text: chunk, context_id: this.id, flush: true });
-    this.flushed();
-  }
-
-  flush(): void {
-    if (this.state !== 'open') return;
-    // On this endpoint an empty text is never a close (§1.3): the flush carries none.
-    this.send({ text: '', context_id: this.id, flush: true });
-    this.flushed();
-  }
-
-  private flushed(): void {
-    if (this.unflushedText) this.armWatchdog();
-    this.unflushedText = false;
-  }
-
-  /** Text still buffered is flushed first: `close_context` keeps generating only what was flushed. */
-  end(): void {
-    if (this.state !== 'open') return;
-    if (this.unflushedText) this.flush();
-    this.send({ context_id: this.id, close_context: true });
-    this.state = 'ending';
-    this.clearKeepAlive();
-    // After close_context the service always answers, at least with `isFinal` for the context.
-    this.armWatchdog();
-  }
-
-  onServerMessage(msg: ServerMessage): void {
-    if (this.state === 'closed') return;
-    switch (msg.kind) {
-      case 'audio':
-        this.clearWatchdog();
-        // After `end()` every silence until `isFinal` counts as a stall.
-        if (this.state === 'ending') this.armWatchdog();
-        this.queue.push({ type: 'audio', audio: msg.audio, alignment: msg.alignment });
-        return;
-      case 'final':
-        this.queue.push({ type: 'final' });
-        this.queue.end();
-        this.shutdown();
-        return;
-      case 'error':
-        this.failWith(serviceError(msg.error, msg.message));
-        return;
-      case 'ignored':
-        return;
-    }
-  }
-
-  onSocketClosed(code: number, reason: string): void {
-    if (this.state === 'closed') return;
-    if (code === 1000 && this.state === 'ending') {
-      // Closed normally after our close_context without `isFinal`: all audio is in, so end as if final.
-      this.queue.push({ type: 'final' });
-      this.queue.end();
-      this.shutdown();
-      return;
-    }
-    this.failWith(closeError(code, reason));
-  }
-
-  failWith(error: ProviderError): void {
-    if (this.state === 'closed') return;
-    if (this.state === 'open') this.send({ context_id: this.id, close_context: true });
-    this.queue.fail(error);
-    this.shutdown();
-  }
-
-  /** The socket is closing under it (the call ended): end silently. */
-  drop(): void {
-    if (this.state === 'closed') return;
-    this.queue.drop();
-    this.shutdown();
-  }
-
-  private abort(): void {
-    if (this.state === 'closed') return;
-    // Barge-in: the service stops this context; what it already sent for it is dropped on arrival.
-    if (this.state === 'open') this.send({ context_id: this.id, close_context: true });
-    this.queue.drop();
-    this.shutdown();
-  }
-
-  private shutdown(): void {
-    this.state = 'closed';
-    this.clearWatchdog();
-    this.clearKeepAlive();
-    this.signal.removeEventListener('abort', this.onAbort);
-    this.socket.release(this.id);
-  }
-
-  private send(message: WireMultiMessage): void {
+  protected write(message: WireMultiMessage): void {
     this.socket.send(message);
-    if (this.state === 'open') this.scheduleKeepAlive();
   }
 
-  private armWatchdog(): void {
-    if (this.watchdog !== null) return;
-    const ms = this.timings.firstByteTimeoutMs;
-    this.watchdog = setTimeout(() => {
-      this.watchdog = null;
-      // A socket that stalled one context is not trusted with the next turn (its retry included).
-      this.socket.retire();
-      this.failWith(tsError('tts.timeout', `no audio from ElevenLabs within ${ms} ms`, true));
-    }, ms);
+  protected textMessage(chunk: string, flush: boolean): WireMultiMessage {
+    return flush ? { text: chunk, context_id: this.id, flush: true } : { text: chunk, context_id: this.id };
   }
 
-  private clearWatchdog(): void {
-    if (this.watchdog !== null) clearTimeout(this.watchdog);
-    this.watchdog = null;
+  /** On this endpoint an empty text is never a close (§1.3): the flush carries none. */
+  protected flushMessage(): WireMultiMessage {
+    return { text: '', context_id: this.id, flush: true };
   }
 
-  /** `{"text": "", "context_id"}` after `keepAliveMs` without sending, so a context opened ahead of a slow LLM survives `inactivity_timeout` (§1.3). */
-  private scheduleKeepAlive(): void {
-    this.clearKeepAlive();
-    this.keepAlive = setTimeout(() => {
-      this.keepAlive = null;
-      if (this.state === 'open') this.send({ text: '', context_id: this.id });
-    }, this.timings.keepAliveMs);
-    this.keepAlive.unref();
+  protected keepAliveMessage(): WireMultiMessage {
+    return { text: '', context_id: this.id };
   }
 
-  private clearKeepAlive(): void {
-    if (this.keepAlive !== null) clearTimeout(this.keepAlive);
-    this.keepAlive = null;
+  /** `close_context` generates only what was flushed, hence `flushesBeforeEnd`. */
+  protected endMessage(): WireMultiMessage {
+    return { context_id: this.id, close_context: true };
+  }
+
+  protected cancelMessage(): WireMultiMessage {
+    return { context_id: this.id, close_context: true };
+  }
+
+  /** A socket that stalled one context is not trusted with the next turn (its retry included). */
+  protected override onStall(): void {
+    this.socket.retire();
+  }
+
+  protected release(): void {
+    this.socket.release(this.id);
   }
 }

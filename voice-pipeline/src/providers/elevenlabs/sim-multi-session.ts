@@ -10,13 +10,7 @@
  * `inactivity_timeout` seconds closes it 1008), not per context; an error (fault) is sent
  * for no context and closes the socket 1008, as on `stream-input`.
  */
-import type { WebSocket } from 'ws';
-import { renderGeneration } from './sim-audio.js';
-import type { SimSessionSetup } from './sim-session.js';
-
-const DEFAULT_SCHEDULE = [120, 160, 250, 290];
-/** About 200 ms of audio per `audio` message, like the real service's chunking. */
-const CHUNK_MS = 200;
+import { SimSocket } from './sim-socket.js';
 const DEFAULT_CONTEXT = 'default';
 
 interface SimContext {
@@ -31,51 +25,12 @@ interface SimContext {
   ended: boolean;
 }
 
-export class MultiSimSession {
-  private readonly ws: WebSocket;
-  private readonly setup: SimSessionSetup;
+export class MultiSimSession extends SimSocket {
   private authenticated = false;
-  private closed = false;
   private closingSocket = false;
   private readonly contexts = new Map<string, SimContext>();
-  private inactivity: NodeJS.Timeout | null = null;
-  private dropTimer: NodeJS.Timeout | null = null;
-  private erroredOnce = false;
 
-  constructor(ws: WebSocket, setup: SimSessionSetup) {
-    this.ws = ws;
-    this.setup = setup;
-    ws.on('message', (data, isBinary) => this.onMessage(isBinary ? '' : data.toString()));
-    ws.on('close', (code) => {
-      this.closed = true;
-      this.clearTimers();
-      if (setup.record.closeCode === null) {
-        setup.record.closeCode = code;
-        setup.record.closedBy = 'client';
-      }
-    });
-    ws.on('error', () => {});
-    const dropAfterMs = setup.faults().dropAfterMs;
-    if (dropAfterMs !== null) {
-      this.dropTimer = setTimeout(() => {
-        setup.record.closeCode = 1006;
-        setup.record.closedBy = 'server';
-        setup.tcp.destroy();
-      }, dropAfterMs);
-    }
-    this.touch();
-  }
-
-  private onMessage(raw: string): void {
-    if (this.closed) return;
-    let msg: unknown = raw;
-    try {
-      msg = JSON.parse(raw);
-    } catch {
-      // recorded as text below
-    }
-    this.setup.record.messages.push(msg);
-    this.touch();
+  protected onClientMessage(msg: unknown): void {
     if (this.closingSocket) return;
     if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) {
       this.fail('invalid_input_message', 'Could not parse input message: expected a JSON object.');
@@ -84,7 +39,10 @@ export class MultiSimSession {
     const m = msg as Record<string, unknown>;
     if (m.close_socket === true) return this.closeSocket();
     const id = typeof m.context_id === 'string' && m.context_id.length > 0 ? m.context_id : DEFAULT_CONTEXT;
-    if (!this.authenticated && !this.authenticate(m)) return;
+    if (!this.authenticated) {
+      if (!this.authenticate(m)) return;
+      this.authenticated = true;
+    }
     if (m.close_context === true) return this.closeContext(id);
     if (typeof m.text !== 'string') {
       this.fail('invalid_input_message', 'Could not parse input message: expected a string `text`, `close_context` or `close_socket`.');
@@ -104,29 +62,9 @@ export class MultiSimSession {
     if (m.flush === true || context.buffer.length >= threshold) this.generate(context);
   }
 
-  /** The key from the header or, without one, from the first message (`xi_api_key`/`xi-api-key`); 1008 when wrong. */
-  private authenticate(m: Record<string, unknown>): boolean {
-    const messageKey = typeof m.xi_api_key === 'string' ? m.xi_api_key : typeof m['xi-api-key'] === 'string' ? m['xi-api-key'] : undefined;
-    const key = this.setup.headerKey ?? messageKey;
-    if (key !== this.setup.apiKey || this.setup.faults().rejectAuth !== false) {
-      this.closeWith(1008, key === undefined ? 'Authentication failed: no API key (send the xi-api-key header or xi_api_key)' : 'Authentication failed: invalid API key');
-      return false;
-    }
-    this.authenticated = true;
-    return true;
-  }
-
   private createContext(id: string, m: Record<string, unknown>): SimContext | null {
-    let schedule = DEFAULT_SCHEDULE;
-    const config = m.generation_config as { chunk_length_schedule?: unknown } | undefined;
-    const given = config?.chunk_length_schedule;
-    if (given !== undefined) {
-      if (!Array.isArray(given) || given.length === 0 || !given.every((n) => Number.isInteger(n) && n >= 50 && n <= 500)) {
-        this.fail('invalid_input_message', 'generation_config.chunk_length_schedule values must be integers between 50 and 500.');
-        return null;
-      }
-      schedule = given as number[];
-    }
+    const schedule = this.scheduleOf(m);
+    if (schedule === null) return null;
     const context: SimContext = { id, buffer: '', schedule, generationIndex: 0, chain: Promise.resolve(), closing: false, ended: false };
     this.contexts.set(id, context);
     this.setup.record.contexts.push(id);
@@ -161,67 +99,11 @@ export class MultiSimSession {
     context.buffer = '';
     if (text.trim().length === 0) return;
     context.generationIndex++;
-    this.enqueue(context, async () => {
-      const faults = this.setup.faults();
-      if (faults.neverRespond) return;
-      if (faults.errorMessage !== false) {
-        const e = faults.errorMessage === true ? { error: 'quota_exceeded', message: 'This request exceeds your quota. You have 0 credits remaining.' } : faults.errorMessage;
-        this.fail(e.error, e.message);
-        return;
-      }
-      if (faults.firstByteDelayMs > 0) await new Promise((r) => setTimeout(r, faults.firstByteDelayMs));
-      if (this.closed) return;
-      const chunks = await renderGeneration(text, this.setup.format, CHUNK_MS);
-      this.setup.record.generations.push(text);
-      this.setup.record.charactersSynthesised += text.length;
-      for (const chunk of chunks) {
-        if (this.closed) return;
-        this.sendJson({ audio: Buffer.from(chunk.audio).toString('base64'), isFinal: false, alignment: chunk.alignment, normalizedAlignment: chunk.alignment, contextId: context.id });
-        // Yield between chunks so a client's close stops the generation.
-        await new Promise((r) => setImmediate(r));
-      }
-    });
+    this.enqueue(context, () => this.speak(text, context.id));
   }
 
   /** A context's generations run one at a time, so its audio arrives in text order. */
   private enqueue(context: SimContext, step: () => Promise<void>): void {
     context.chain = context.chain.then(() => (this.closed ? undefined : step())).catch(() => this.closeWith(1011, 'Internal error while generating audio'));
-  }
-
-  /** Error message (for no context) then close, as on `stream-input` (§1.2). */
-  private fail(error: string, message: string): void {
-    if (this.erroredOnce) return;
-    this.erroredOnce = true;
-    this.sendJson({ message, error, code: 1008 });
-    this.closeWith(1008, message);
-  }
-
-  private touch(): void {
-    if (this.inactivity !== null) clearTimeout(this.inactivity);
-    const s = this.setup.inactivityTimeoutS;
-    this.inactivity = setTimeout(() => {
-      this.closeWith(1008, `Have not received a new text input within the timeout of ${s} seconds. Streaming input terminates the websocket connection after ${s} seconds of inactivity.`);
-    }, s * 1000);
-  }
-
-  private sendJson(message: object): void {
-    if (!this.closed && this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(message));
-  }
-
-  private closeWith(code: number, reason: string): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.clearTimers();
-    this.setup.record.closeCode = code;
-    this.setup.record.closedBy = 'server';
-    // Close reasons are limited to 123 bytes by RFC 6455.
-    this.ws.close(code, Buffer.from(reason).subarray(0, 123).toString());
-  }
-
-  private clearTimers(): void {
-    if (this.inactivity !== null) clearTimeout(this.inactivity);
-    if (this.dropTimer !== null) clearTimeout(this.dropTimer);
-    this.inactivity = null;
-    this.dropTimer = null;
   }
 }

@@ -4,8 +4,7 @@
  * and answers each generation with audio chunks in order, then `isFinal` and close 1000.
  */
 import type { Socket } from 'node:net';
-import type { WebSocket } from 'ws';
-import { renderGeneration } from './sim-audio.js';
+import { DEFAULT_SCHEDULE, SimSocket } from './sim-socket.js';
 import type { RawFormatSpec } from './wire.js';
 
 /** Faults the simulator can inject; see `ElevenLabsSimulator.setFaults`. */
@@ -67,58 +66,15 @@ export interface SimSessionSetup {
   tcp: Socket;
 }
 
-const DEFAULT_SCHEDULE = [120, 160, 250, 290];
-/** About 200 ms of audio per `audio` message, like the real service's chunking. */
-const CHUNK_MS = 200;
-
-export class SimSession {
-  private readonly ws: WebSocket;
-  private readonly setup: SimSessionSetup;
+export class SimSession extends SimSocket {
   private initialised = false;
   private closing = false;
-  private closed = false;
   private buffer = '';
   private schedule = DEFAULT_SCHEDULE;
   private generationIndex = 0;
   private chain: Promise<void> = Promise.resolve();
-  private inactivity: NodeJS.Timeout | null = null;
-  private dropTimer: NodeJS.Timeout | null = null;
-  private erroredOnce = false;
 
-  constructor(ws: WebSocket, setup: SimSessionSetup) {
-    this.ws = ws;
-    this.setup = setup;
-    ws.on('message', (data, isBinary) => this.onMessage(isBinary ? '' : data.toString()));
-    ws.on('close', (code) => {
-      this.closed = true;
-      this.clearTimers();
-      if (setup.record.closeCode === null) {
-        setup.record.closeCode = code;
-        setup.record.closedBy = 'client';
-      }
-    });
-    ws.on('error', () => {});
-    const dropAfterMs = setup.faults().dropAfterMs;
-    if (dropAfterMs !== null) {
-      this.dropTimer = setTimeout(() => {
-        setup.record.closeCode = 1006;
-        setup.record.closedBy = 'server';
-        setup.tcp.destroy();
-      }, dropAfterMs);
-    }
-    this.touch();
-  }
-
-  private onMessage(raw: string): void {
-    if (this.closed) return;
-    let msg: unknown = raw;
-    try {
-      msg = JSON.parse(raw);
-    } catch {
-      // recorded as text below
-    }
-    this.setup.record.messages.push(msg);
-    this.touch();
+  protected onClientMessage(msg: unknown): void {
     if (this.closing) return;
     if (msg === null || typeof msg !== 'object' || typeof (msg as { text?: unknown }).text !== 'string') {
       this.fail('invalid_input_message', 'Could not parse input message: expected a JSON object with a string `text`.');
@@ -152,22 +108,10 @@ export class SimSession {
       this.fail('invalid_input_message', 'The first message must initialise the stream with text " ".');
       return;
     }
-    const messageKey = typeof m.xi_api_key === 'string' ? m.xi_api_key : typeof m['xi-api-key'] === 'string' ? m['xi-api-key'] : undefined;
-    const key = this.setup.headerKey ?? messageKey;
-    if (key !== this.setup.apiKey || this.setup.faults().rejectAuth !== false) {
-      // Auth failure after the first message is one of the two behaviours clients must handle (§1.2).
-      this.closeWith(1008, key === undefined ? 'Authentication failed: no API key (send the xi-api-key header or xi_api_key)' : 'Authentication failed: invalid API key');
-      return;
-    }
-    const config = m.generation_config as { chunk_length_schedule?: unknown } | undefined;
-    const schedule = config?.chunk_length_schedule;
-    if (schedule !== undefined) {
-      if (!Array.isArray(schedule) || schedule.length === 0 || !schedule.every((n) => Number.isInteger(n) && n >= 50 && n <= 500)) {
-        this.fail('invalid_input_message', 'generation_config.chunk_length_schedule values must be integers between 50 and 500.');
-        return;
-      }
-      this.schedule = schedule as number[];
-    }
+    if (!this.authenticate(m)) return;
+    const schedule = this.scheduleOf(m);
+    if (schedule === null) return;
+    this.schedule = schedule;
     this.initialised = true;
   }
 
@@ -177,68 +121,11 @@ export class SimSession {
     this.buffer = '';
     if (text.trim().length === 0) return;
     this.generationIndex++;
-    this.enqueue(async () => {
-      const faults = this.setup.faults();
-      if (faults.neverRespond) return;
-      if (faults.errorMessage !== false) {
-        const e = faults.errorMessage === true ? { error: 'quota_exceeded', message: 'This request exceeds your quota. You have 0 credits remaining.' } : faults.errorMessage;
-        this.fail(e.error, e.message);
-        return;
-      }
-      if (faults.firstByteDelayMs > 0) await new Promise((r) => setTimeout(r, faults.firstByteDelayMs));
-      if (this.closed) return;
-      const chunks = await renderGeneration(text, this.setup.format, CHUNK_MS);
-      this.setup.record.generations.push(text);
-      this.setup.record.charactersSynthesised += text.length;
-      for (const chunk of chunks) {
-        if (this.closed) return;
-        // No separate text normalisation in the simulator: normalizedAlignment equals alignment.
-        this.sendJson({ audio: Buffer.from(chunk.audio).toString('base64'), isFinal: false, alignment: chunk.alignment, normalizedAlignment: chunk.alignment });
-        // Yield between chunks so a client's close or abort stops the generation.
-        await new Promise((r) => setImmediate(r));
-      }
-    });
+    this.enqueue(() => this.speak(text));
   }
 
   /** Generations run one at a time, so audio always arrives in text order (§1.2). */
   private enqueue(step: () => Promise<void>): void {
     this.chain = this.chain.then(() => (this.closed ? undefined : step())).catch(() => this.closeWith(1011, 'Internal error while generating audio'));
-  }
-
-  /** Error message then close, the shape observed from the real service (§1.2). */
-  private fail(error: string, message: string): void {
-    if (this.erroredOnce) return;
-    this.erroredOnce = true;
-    this.sendJson({ message, error, code: 1008 });
-    this.closeWith(1008, message);
-  }
-
-  private touch(): void {
-    if (this.inactivity !== null) clearTimeout(this.inactivity);
-    const s = this.setup.inactivityTimeoutS;
-    this.inactivity = setTimeout(() => {
-      this.closeWith(1008, `Have not received a new text input within the timeout of ${s} seconds. Streaming input terminates the websocket connection after ${s} seconds of inactivity.`);
-    }, s * 1000);
-  }
-
-  private sendJson(message: object): void {
-    if (!this.closed && this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(message));
-  }
-
-  private closeWith(code: number, reason: string): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.clearTimers();
-    this.setup.record.closeCode = code;
-    this.setup.record.closedBy = 'server';
-    // Close reasons are limited to 123 bytes by RFC 6455.
-    this.ws.close(code, Buffer.from(reason).subarray(0, 123).toString());
-  }
-
-  private clearTimers(): void {
-    if (this.inactivity !== null) clearTimeout(this.inactivity);
-    if (this.dropTimer !== null) clearTimeout(this.dropTimer);
-    this.inactivity = null;
-    this.dropTimer = null;
   }
 }

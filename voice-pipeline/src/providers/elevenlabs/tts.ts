@@ -9,11 +9,12 @@
  * has no client for the endpoint).
  */
 import { WebSocket } from 'ws';
-import type { ProviderError } from '../provider-error.js';
-import type { TtsEvent, TtsProvider, TtsStream, TtsStreamOptions } from '../types.js';
-import { CHUNK_LENGTH_SCHEDULE, CLOSE_GRACE_MS, DEFAULT_MODEL, PROVIDER, abortError, closeError, connect, serviceError, tsError } from './connection.js';
-import { EventQueue } from './event-queue.js';
-import { parseServerMessage, streamInputPath, toWebSocketBase, toWireVoiceSettings } from './wire.js';
+import type { TtsProvider, TtsStream, TtsStreamOptions } from '../types.js';
+import { CHUNK_LENGTH_SCHEDULE, CLOSE_GRACE_MS, PROVIDER, abortError, connect, resolveTtsOptions, socketUrl } from './connection.js';
+import type { ResolvedTtsOptions } from './connection.js';
+import { TurnStream } from './turn-stream.js';
+import type { TurnTimings } from './turn-stream.js';
+import { parseServerMessage, streamInputPath, toWireVoiceSettings } from './wire.js';
 import type { WireInitMessage, WireTextMessage } from './wire.js';
 
 /** Options of {@link ElevenLabsTts}; the adapter never reads the environment. */
@@ -40,17 +41,10 @@ export interface ElevenLabsTtsOptions {
  */
 export class ElevenLabsTts implements TtsProvider {
   readonly name = PROVIDER;
-  private readonly opts: Required<Omit<ElevenLabsTtsOptions, 'model'>> & { model: string };
+  private readonly opts: ResolvedTtsOptions;
 
   constructor(options: ElevenLabsTtsOptions) {
-    this.opts = {
-      apiKey: options.apiKey,
-      baseUrl: toWebSocketBase(options.baseUrl),
-      model: options.model ?? DEFAULT_MODEL,
-      firstByteTimeoutMs: options.firstByteTimeoutMs ?? 5000,
-      connectTimeoutMs: options.connectTimeoutMs ?? 5000,
-      inactivityTimeoutMs: options.inactivityTimeoutMs ?? 20_000,
-    };
+    this.opts = resolveTtsOptions(options, 20_000);
   }
 
   /**
@@ -60,14 +54,7 @@ export class ElevenLabsTts implements TtsProvider {
    */
   async open(options: TtsStreamOptions, signal: AbortSignal): Promise<TtsStream> {
     if (signal.aborted) throw abortError();
-    const inactivityTimeoutS = Math.min(180, Math.max(1, Math.ceil(this.opts.inactivityTimeoutMs / 1000)));
-    const query = new URLSearchParams({
-      model_id: options.model ?? this.opts.model,
-      output_format: options.outputFormat,
-      inactivity_timeout: String(inactivityTimeoutS),
-    });
-    if (options.language !== undefined) query.set('language_code', options.language);
-    const url = `${this.opts.baseUrl}${streamInputPath(options.voiceId)}?${query.toString()}`;
+    const { url, inactivityTimeoutS } = socketUrl(this.opts, streamInputPath(options.voiceId), options);
 
     const ws = new WebSocket(url, { headers: { 'xi-api-key': this.opts.apiKey } });
     // `ws` emits 'error' after terminate() during the handshake; an unhandled 'error' would crash.
@@ -83,140 +70,51 @@ export class ElevenLabsTts implements TtsProvider {
   }
 }
 
-interface SessionTimings {
-  firstByteTimeoutMs: number;
-  keepAliveMs: number;
-}
+/** One open `stream-input` socket: the turn ends with `""`, and closing the socket is the only way to stop it (§1.2). */
+class StreamInputSession extends TurnStream<WireInitMessage | WireTextMessage> {
+  protected readonly flushesBeforeEnd = false;
 
-/** One open `stream-input` socket. State: open → ending (`""` sent) → closed (final, failure or abort). */
-class StreamInputSession implements TtsStream {
-  private readonly ws: WebSocket;
-  private readonly signal: AbortSignal;
-  private readonly timings: SessionTimings;
-  private readonly queue: EventQueue<TtsEvent>;
-  private state: 'open' | 'ending' | 'closed' = 'open';
-  /** Text went out since the last flush, so a flush will produce audio worth waiting for. */
-  private unflushedText = false;
-  private watchdog: NodeJS.Timeout | null = null;
-  private keepAlive: NodeJS.Timeout | null = null;
-  private readonly onAbort = (): void => this.abort();
-
-  constructor(ws: WebSocket, signal: AbortSignal, init: WireInitMessage, timings: SessionTimings) {
-    this.ws = ws;
-    this.signal = signal;
-    this.timings = timings;
-    this.queue = new EventQueue<TtsEvent>(() => this.abort());
+  constructor(
+    private readonly ws: WebSocket,
+    signal: AbortSignal,
+    init: WireInitMessage,
+    timings: TurnTimings,
+  ) {
+    super(signal, timings);
     ws.on('message', (data, isBinary) => {
-      if (!isBinary) this.onMessage(data.toString());
+      if (!isBinary) this.onServerMessage(parseServerMessage(data.toString()));
     });
-    ws.on('close', (code, reason) => this.onClose(code, reason.toString()));
-    signal.addEventListener('abort', this.onAbort, { once: true });
-    this.send(init);
-    if (signal.aborted) this.abort();
+    ws.on('close', (code, reason) => this.onSocketClosed(code, reason.toString()));
+    this.begin(init);
   }
 
-  get events(): AsyncIterable<TtsEvent> {
-    return this.queue;
+  protected write(message: WireInitMessage | WireTextMessage): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
   }
 
-  sendText(text: string, opts?: { flush?: boolean }): void {
-    if (this.state !== 'open') return;
-    if (text.length === 0) {
-      if (opts?.flush === true) this.flush();
-      return;
-    }
-    if (text.trim().length > 0) this.unflushedText = true;
-    // Each chunk ends with a space so the server never splits a word across chunks (reference/tts.md §1.1.2).
-    const chunk = text.endsWith(' ') ? text : `${text} `;
-    if (opts?.flush !== true) {
-      this.send({ text: chunk });
-      return;
-    }
-    // Text and flush in one message, as the reference's example sends them (§1.1.2): one frame and one write instead of two.
-    this.send({ text: chunk, flush: true });
-    this.flushed();
+  protected textMessage(chunk: string, flush: boolean): WireTextMessage {
+    return flush ? { text: chunk, flush: true } : { text: chunk };
   }
 
-  flush(): void {
-    if (this.state !== 'open') return;
-    // The reference's flush is a text message with `flush: true`; with no new text it carries a single
-    // space (the keep-alive text), because an empty string would close the stream (§1.1.4).
-    this.send({ text: ' ', flush: true });
-    this.flushed();
+  /** The reference's flush is a text message with `flush: true`; with no new text it carries a single space (the keep-alive text), because an empty string would close the stream (§1.1.4). */
+  protected flushMessage(): WireTextMessage {
+    return { text: ' ', flush: true };
   }
 
-  private flushed(): void {
-    if (this.unflushedText) this.armWatchdog();
-    this.unflushedText = false;
+  protected keepAliveMessage(): WireTextMessage {
+    return { text: ' ' };
   }
 
-  end(): void {
-    if (this.state !== 'open') return;
-    this.send({ text: '' });
-    this.state = 'ending';
-    this.clearKeepAlive();
-    // After the close message the server always answers, at least with `isFinal`.
-    this.armWatchdog();
+  /** `""` generates what is left, then `isFinal`, then the service closes 1000 (§1.1.4). */
+  protected endMessage(): WireTextMessage {
+    return { text: '' };
   }
 
-  private send(message: WireInitMessage | WireTextMessage): void {
-    if (this.ws.readyState !== WebSocket.OPEN) return;
-    this.ws.send(JSON.stringify(message));
-    if (this.state === 'open') this.scheduleKeepAlive();
+  protected cancelMessage(): null {
+    return null;
   }
 
-  private onMessage(text: string): void {
-    if (this.state === 'closed') return;
-    const msg = parseServerMessage(text);
-    switch (msg.kind) {
-      case 'audio':
-        this.clearWatchdog();
-        // After `end()` every silence until `isFinal` counts as a stall.
-        if (this.state === 'ending') this.armWatchdog();
-        this.queue.push({ type: 'audio', audio: msg.audio, alignment: msg.alignment });
-        return;
-      case 'final':
-        this.queue.push({ type: 'final' });
-        this.queue.end();
-        this.shutdown();
-        return;
-      case 'error':
-        this.failWith(serviceError(msg.error, msg.message));
-        return;
-      case 'ignored':
-        return;
-    }
-  }
-
-  private onClose(code: number, reason: string): void {
-    if (this.state === 'closed') return;
-    if (code === 1000 && this.state === 'ending') {
-      // Closed normally after our `""` without `isFinal`: all audio is in, so end as if final.
-      this.queue.push({ type: 'final' });
-      this.queue.end();
-      this.shutdown();
-      return;
-    }
-    this.failWith(closeError(code, reason));
-  }
-
-  private failWith(error: ProviderError): void {
-    if (this.state === 'closed') return;
-    this.queue.fail(error);
-    this.shutdown();
-  }
-
-  private abort(): void {
-    if (this.state === 'closed') return;
-    this.queue.drop();
-    this.shutdown();
-  }
-
-  private shutdown(): void {
-    this.state = 'closed';
-    this.clearWatchdog();
-    this.clearKeepAlive();
-    this.signal.removeEventListener('abort', this.onAbort);
+  protected release(): void {
     const ws = this.ws;
     if (ws.readyState === WebSocket.OPEN) {
       ws.close(1000);
@@ -226,34 +124,4 @@ class StreamInputSession implements TtsStream {
       ws.terminate();
     }
   }
-
-  private armWatchdog(): void {
-    if (this.watchdog !== null) return;
-    const ms = this.timings.firstByteTimeoutMs;
-    this.watchdog = setTimeout(() => {
-      this.watchdog = null;
-      this.failWith(tsError('tts.timeout', `no audio from ElevenLabs within ${ms} ms`, true));
-    }, ms);
-  }
-
-  private clearWatchdog(): void {
-    if (this.watchdog !== null) clearTimeout(this.watchdog);
-    this.watchdog = null;
-  }
-
-  /** `{"text": " "}` after `keepAliveMs` without sending, so a socket opened ahead of a slow LLM survives `inactivity_timeout` (§1.1.3). */
-  private scheduleKeepAlive(): void {
-    this.clearKeepAlive();
-    this.keepAlive = setTimeout(() => {
-      this.keepAlive = null;
-      if (this.state === 'open') this.send({ text: ' ' });
-    }, this.timings.keepAliveMs);
-    this.keepAlive.unref();
-  }
-
-  private clearKeepAlive(): void {
-    if (this.keepAlive !== null) clearTimeout(this.keepAlive);
-    this.keepAlive = null;
-  }
 }
-
