@@ -36,6 +36,14 @@ const spoken = (events: TtsEvent[]): string =>
     .replace(/\s+/g, ' ')
     .trim();
 
+/** One whole turn: `text` with its flush, then the end; its events. */
+async function speakTurn(tts: ElevenLabsMultiContextTts, text: string): Promise<TtsEvent[]> {
+  const stream = await tts.open(OPTIONS, new AbortController().signal);
+  stream.sendText(text, { flush: true });
+  stream.end();
+  return collect(stream);
+}
+
 async function until(check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
@@ -49,10 +57,7 @@ describe('ElevenLabs multi-context adapter', () => {
 
   it("speaks a call's turns as contexts of one socket, each turn's audio to its own stream", async () => {
     const tts = makeTts();
-    const first = await tts.open(OPTIONS, new AbortController().signal);
-    first.sendText('Welcome to Harbour Bistro.', { flush: true });
-    first.end();
-    expect(spoken(await collect(first))).toBe('Welcome to Harbour Bistro.');
+    expect(spoken(await speakTurn(tts, 'Welcome to Harbour Bistro.'))).toBe('Welcome to Harbour Bistro.');
     const second = await tts.open(OPTIONS, new AbortController().signal);
     const third = await tts.open(OPTIONS, new AbortController().signal);
     // Two contexts at once (a turn queued behind another): their audio must not mix.
@@ -101,17 +106,11 @@ describe('ElevenLabs multi-context adapter', () => {
 
   it('reconnects for the next turn when the service closed the idle socket between turns', async () => {
     const tts = makeTts({ inactivityTimeoutMs: 1000 });
-    const first = await tts.open(OPTIONS, new AbortController().signal);
-    first.sendText('Hello.', { flush: true });
-    first.end();
-    await collect(first);
+    await speakTurn(tts, 'Hello.');
     const rec = sim.connections[0]!;
     await until(() => rec.closeCode !== null, 2500);
     expect(rec).toMatchObject({ closeCode: 1008, closedBy: 'server' });
-    const second = await tts.open(OPTIONS, new AbortController().signal);
-    second.sendText('Still there?', { flush: true });
-    second.end();
-    expect(spoken(await collect(second))).toBe('Still there?');
+    expect(spoken(await speakTurn(tts, 'Still there?'))).toBe('Still there?');
     expect(sim.connections).toHaveLength(2);
     tts.close();
   });
@@ -119,17 +118,11 @@ describe('ElevenLabs multi-context adapter', () => {
   it('does not reuse a socket about to reach inactivity_timeout: closes it and opens a new one', async () => {
     // 4 s timeout: a socket idle for 3 s or more is not reused (the margin is a quarter of it).
     const tts = makeTts({ inactivityTimeoutMs: 4000 });
-    const first = await tts.open(OPTIONS, new AbortController().signal);
-    first.sendText('Hello.', { flush: true });
-    first.end();
-    await collect(first);
+    await speakTurn(tts, 'Hello.');
     const rec = sim.connections[0]!;
     await new Promise((r) => setTimeout(r, 3200));
     expect(rec.closeCode).toBeNull(); // the service has not closed it yet
-    const second = await tts.open(OPTIONS, new AbortController().signal);
-    second.sendText('Still there?', { flush: true });
-    second.end();
-    expect(spoken(await collect(second))).toBe('Still there?');
+    expect(spoken(await speakTurn(tts, 'Still there?'))).toBe('Still there?');
     expect(sim.connections).toHaveLength(2);
     expect(sim.connections[1]!.contexts).toEqual(['turn-2']);
     await until(() => rec.closeCode !== null, 2000);
@@ -151,10 +144,7 @@ describe('ElevenLabs multi-context adapter', () => {
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ code: 'tts.connection_lost', retryable: true });
     sim.resetFaults();
-    const retry = await tts.open(OPTIONS, new AbortController().signal);
-    retry.sendText('Hello there.', { flush: true });
-    retry.end();
-    expect(spoken(await collect(retry))).toBe('Hello there.');
+    expect(spoken(await speakTurn(tts, 'Hello there.'))).toBe('Hello there.');
     expect(sim.connections).toHaveLength(2);
     tts.close();
   });
@@ -166,10 +156,7 @@ describe('ElevenLabs multi-context adapter', () => {
     stalled.sendText('Is anyone there?', { flush: true });
     await expect(collect(stalled)).rejects.toMatchObject({ code: 'tts.timeout' });
     sim.resetFaults();
-    const retry = await tts.open(OPTIONS, new AbortController().signal);
-    retry.sendText('Is anyone there?', { flush: true });
-    retry.end();
-    expect(spoken(await collect(retry))).toBe('Is anyone there?');
+    expect(spoken(await speakTurn(tts, 'Is anyone there?'))).toBe('Is anyone there?');
     expect(sim.connections).toHaveLength(2);
     await until(() => sim.connections[0]!.closeCode !== null, 1500);
     tts.close();

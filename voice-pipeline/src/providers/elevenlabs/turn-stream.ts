@@ -22,7 +22,7 @@ export interface TurnTimings {
 
 export abstract class TurnStream<M> implements TtsStream {
   private readonly queue: EventQueue<TtsEvent>;
-  protected state: 'open' | 'ending' | 'closed' = 'open';
+  private state: 'open' | 'ending' | 'closed' = 'open';
   /** Text went out since the last flush, so a flush will produce audio worth waiting for. */
   private unflushedText = false;
   private watchdog: NodeJS.Timeout | null = null;
