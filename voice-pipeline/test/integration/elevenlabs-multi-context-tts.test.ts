@@ -186,6 +186,25 @@ describe('ElevenLabs multi-context adapter', () => {
     tts.close();
     await expect(consumed).resolves.toBeInstanceOf(Array);
   });
+
+  it("connects many calls' sockets at once without adding listeners to a shared signal (no listener-leak warning)", async () => {
+    // A gateway's pipeline thread opens the sockets of the calls it runs; at 200 calls, 11
+    // connecting at once once made Node warn "Possible EventTarget memory leak detected".
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    const calls = Array.from({ length: 16 }, () => makeTts());
+    try {
+      const turns = await Promise.all(calls.map((tts, i) => speakTurn(tts, `Caller ${i + 1}, welcome.`)));
+      expect(turns.map(spoken)).toEqual(calls.map((_, i) => `Caller ${i + 1}, welcome.`));
+      // Node emits the warning on a later tick than the listener that crossed the limit.
+      await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      process.off('warning', onWarning);
+      for (const tts of calls) tts.close();
+    }
+    expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([]);
+  });
 });
 
 describe('ElevenLabs simulator: multi-stream-input', () => {

@@ -54,16 +54,18 @@ export function socketUrl(opts: ResolvedTtsOptions, path: string, options: TtsSt
 /**
  * Waits for the upgrade. Rejects with a ProviderError (`tts.unauthorized`, `tts.http_<status>`,
  * `tts.timeout`, `tts.connection_failed`) or, if `signal` aborts first, with an `AbortError`;
- * the socket is terminated then.
+ * the socket is terminated then. Without `signal` only the timeout ends the wait (a call's
+ * multi-context socket, which no one turn may abort): no listener is added to a signal shared
+ * by every call's socket, which at 11 sockets connecting at once made Node warn of a listener leak.
  */
-export function connect(ws: WebSocket, timeoutMs: number, signal: AbortSignal): Promise<void> {
+export function connect(ws: WebSocket, timeoutMs: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => fail(tsError('tts.timeout', `no WebSocket connection within ${timeoutMs} ms`, true)), timeoutMs);
     const onAbort = (): void => fail(abortError());
-    signal.addEventListener('abort', onAbort, { once: true });
+    signal?.addEventListener('abort', onAbort, { once: true });
     const done = (): void => {
       clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
+      signal?.removeEventListener('abort', onAbort);
       ws.removeListener('open', onOpen);
       ws.removeListener('error', onError);
       ws.removeListener('unexpected-response', onResponse);

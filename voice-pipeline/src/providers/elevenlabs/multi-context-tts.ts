@@ -21,8 +21,6 @@ import type { WireInitMessage, WireMultiMessage } from './wire.js';
  */
 export type ElevenLabsMultiContextTtsOptions = ElevenLabsTtsOptions;
 
-const NEVER_ABORTED = new AbortController().signal;
-
 /**
  * `TtsProvider` for ElevenLabs with one socket per provider (the registry makes one provider
  * per call) and one context per `open()`. The socket is opened by the first `open()` and
@@ -101,7 +99,7 @@ class ContextSocket {
     this.ws = new WebSocket(url, { headers: { 'xi-api-key': apiKey } });
     // `ws` emits 'error' after terminate() during the handshake; an unhandled 'error' would crash.
     this.ws.on('error', () => {});
-    this.connecting = connect(this.ws, connectTimeoutMs, NEVER_ABORTED).then(
+    this.connecting = connect(this.ws, connectTimeoutMs).then(
       () => {
         if (this.state === 'connecting') this.state = 'open';
         this.lastSentAt = performance.now();
