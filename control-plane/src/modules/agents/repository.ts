@@ -4,8 +4,10 @@ import pg from 'pg';
 import { AppError } from '@vap/shared';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import { pageWithTotal } from '../../db/page-query.js';
+import { PreparedPages } from '../../db/page-query.js';
+import type { ListSpec } from '../../db/page-query.js';
 import { ReadCoalescer } from '../../db/read-coalescer.js';
+import { ShapedStatements } from '../../db/shaped-statements.js';
 import { agents } from '../../db/schema/agents.js';
 import { webhooks } from '../../db/schema/webhooks.js';
 import type { AgentStatus } from '../../db/schema/agents.js';
@@ -89,24 +91,46 @@ const INSERT_SQL = `with a as (
 )
 select * from a`;
 
+/** The values of {@link updateStatement}'s statement, by name. */
+function updateValues(tenantId: string, id: string, write: AgentWrite, version: NewVersion, readVersion: number) {
+  return {
+    tenantId,
+    id,
+    name: write.name,
+    tags: write.tags,
+    config: JSON.stringify(write.config),
+    llmApiKeyEncrypted: write.llmApiKeyEncrypted,
+    readVersion,
+    changedFields: version.changedFields,
+    changesSummary: version.changesSummary,
+    createdBy: version.createdBy,
+  };
+}
+
+type UpdateValue = keyof ReturnType<typeof updateValues>;
+
 /**
  * An agent's new state in one statement: the agent (only if still at `readVersion`, else no
  * row: someone else wrote in between), its version record, and, when the new configuration
- * lists no knowledge-base documents, the removal of its document assignments.
+ * lists no knowledge-base documents, the removal of its document assignments. `value(name)`
+ * puts a value, or a placeholder for it, where it goes.
  */
-function updateStatement(tenantId: string, id: string, write: AgentWrite, version: NewVersion, readVersion: number, clearKnowledgeBase: boolean): SQL {
-  const config = JSON.stringify(write.config);
-  const clear = clearKnowledgeBase ? sql`, k as (delete from kb_document_agents where agent_id = ${id} and exists (select 1 from u))` : sql``;
+function updateStatement(value: (name: UpdateValue) => unknown, clearKnowledgeBase: boolean): SQL {
+  const v = (name: UpdateValue) => sql`${value(name)}`;
+  const clear = clearKnowledgeBase ? sql`, k as (delete from kb_document_agents where agent_id = ${v('id')} and exists (select 1 from u))` : sql``;
   return sql`with u as (
-  update agents set name = ${write.name}, tags = ${sql.param(write.tags)}::text[], config = ${config}::jsonb, llm_api_key_encrypted = ${write.llmApiKeyEncrypted},
-         version = ${readVersion + 1}, updated_at = now()
-   where tenant_id = ${tenantId} and id = ${id} and version = ${readVersion} returning ${sql.raw(AGENT_COLUMNS)}
+  update agents set name = ${v('name')}, tags = ${v('tags')}::text[], config = ${v('config')}::jsonb, llm_api_key_encrypted = ${v('llmApiKeyEncrypted')},
+         version = ${v('readVersion')}::int + 1, updated_at = now()
+   where tenant_id = ${v('tenantId')} and id = ${v('id')} and version = ${v('readVersion')}::int returning ${sql.raw(AGENT_COLUMNS)}
 ), v as (
   insert into agent_versions (agent_id, tenant_id, version, snapshot, changed_fields, changes_summary, created_by)
-  select u.id, u.tenant_id, u.version, ${config}::jsonb, ${sql.param(version.changedFields)}::text[], ${version.changesSummary}, ${version.createdBy} from u
+  select u.id, u.tenant_id, u.version, ${v('config')}::jsonb, ${v('changedFields')}::text[], ${v('changesSummary')}, ${v('createdBy')} from u
 )${clear}
 select * from u`;
 }
+
+/** The update outside a transaction, built once: placeholders for its values. */
+const placeholder = (name: UpdateValue) => sql.placeholder(name);
 
 /**
  * Optimistic single-statement updates tried this many times before taking the row lock. One:
@@ -170,6 +194,19 @@ function knowledgeBaseIdsOf(write: AgentWrite): string[] {
   return Array.isArray(ids) ? ids.filter((v): v is string => typeof v === 'string') : [];
 }
 
+/** The list's statement for the filters `q` gives, with placeholders where their values go. */
+function listShape(q: ListAgentsQuery, tagsMatch: 'all' | 'any' | null): ListSpec {
+  const where: SQL[] = [eq(agents.tenantId, sql.placeholder('tenantId'))];
+  if (q.status) where.push(eq(agents.status, sql.placeholder('status')));
+  if (q.search) where.push(ilike(agents.name, sql.placeholder('search')));
+  if (tagsMatch) {
+    const arr = sql`${sql.placeholder('tags')}::text[]`;
+    where.push(tagsMatch === 'all' ? sql`${agents.tags} @> ${arr}` : sql`${agents.tags} && ${arr}`);
+  }
+  const order = q.sortOrder === 'asc' ? asc : desc;
+  return { where: and(...where), orderBy: [order(SORT_COLUMNS[q.sortBy]), order(agents.id)] };
+}
+
 /** Every query is scoped by tenant: another tenant's agent is indistinguishable from a missing one. */
 export class AgentRepository {
   /** The pool behind `db` (drizzle's node-postgres driver exposes it as `$client`). */
@@ -178,9 +215,15 @@ export class AgentRepository {
   private readonly parsed = new Map<string, { raw: Array<string | null>; row: AgentRow }>();
   /** Finds in flight by tenant and agent id. */
   private readonly finds = new ReadCoalescer<string, AgentRow | undefined>();
+  /** The list's statements, one per shape of filters and sort. */
+  private readonly pages: PreparedPages<typeof agents>;
+  /** Statements outside drizzle's query builder, built once. */
+  private readonly statements: ShapedStatements;
 
   constructor(private readonly db: Db) {
     this.pool = (db as Db & { $client: pg.Pool }).$client;
+    this.pages = new PreparedPages(db, agents);
+    this.statements = new ShapedStatements(this.pool);
   }
 
   async insert(tenantId: string, id: string, status: AgentStatus, write: AgentWrite, version: NewVersion): Promise<AgentRow> {
@@ -246,20 +289,22 @@ export class AgentRepository {
     return row;
   }
 
+  /**
+   * A page of the tenant's agents. Its statement is built once per shape (which filters are
+   * given, the sort) with placeholders for the values ({@link PreparedPages}).
+   */
   async list(tenantId: string, q: ListAgentsQuery): Promise<{ rows: AgentRow[]; total: number }> {
-    const where: SQL[] = [eq(agents.tenantId, tenantId)];
-    if (q.status) where.push(eq(agents.status, q.status));
-    if (q.search) where.push(ilike(agents.name, `%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`));
+    const values: Record<string, unknown> = { tenantId };
+    if (q.status) values.status = q.status;
+    if (q.search) values.search = `%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     const tags = (q.tags ?? '')
       .split(',')
       .map((t) => t.trim())
       .filter(Boolean);
-    if (tags.length > 0) {
-      const arr = sql`${sql.param(tags)}::text[]`;
-      where.push(q.tagsMatch === 'all' ? sql`${agents.tags} @> ${arr}` : sql`${agents.tags} && ${arr}`);
-    }
-    const order = q.sortOrder === 'asc' ? asc : desc;
-    return pageWithTotal(this.db, agents, { where: and(...where), orderBy: [order(SORT_COLUMNS[q.sortBy]), order(agents.id)] }, q);
+    const tagsMatch = tags.length === 0 ? null : q.tagsMatch === 'all' ? 'all' : 'any';
+    if (tagsMatch) values.tags = tags;
+    const key = `${q.status ? 's' : ''}${q.search ? 'q' : ''}${tagsMatch ?? ''}|${q.sortBy}|${q.sortOrder}`;
+    return this.pages.page(key, () => listShape(q, tagsMatch), values, q);
   }
 
   /**
@@ -285,7 +330,8 @@ export class AgentRepository {
         if (!next) return row;
         if (knowledgeBaseIdsOf(next.write).length > 0) break;
         attemptedName = next.write.name;
-        const { rows } = await this.db.execute<AgentSqlRow & Record<string, unknown>>(updateStatement(tenantId, id, next.write, next.version, row.version, true));
+        const values = updateValues(tenantId, id, next.write, next.version, row.version);
+        const { rows } = await this.statements.query<AgentSqlRow>('update+clear', () => updateStatement(placeholder, true), values);
         if (rows[0]) return fromSql(rows[0]);
       }
       return await this.db.transaction(async (tx) => {
@@ -295,7 +341,8 @@ export class AgentRepository {
         if (!next) return row;
         attemptedName = next.write.name;
         const kb = knowledgeBaseIdsOf(next.write);
-        const { rows } = await tx.execute<AgentSqlRow & Record<string, unknown>>(updateStatement(tenantId, id, next.write, next.version, row.version, kb.length === 0));
+        const values = updateValues(tenantId, id, next.write, next.version, row.version);
+        const { rows } = await tx.execute<AgentSqlRow & Record<string, unknown>>(updateStatement((name) => sql.param(values[name]), kb.length === 0));
         if (kb.length > 0) await syncAgentKnowledgeBase(tx, tenantId, id, kb);
         return rows[0] && fromSql(rows[0]);
       });

@@ -1,9 +1,12 @@
 import { and, arrayContains, asc, desc, eq, gte, isNotNull, lt, lte, notInArray, sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
+import type pg from 'pg';
 import type { z } from 'zod';
 import type { sessionMessageSchema, transcriptTurnSchema } from '@vap/shared';
 import type { Db } from '../../db/database.js';
-import { pageWithTotal } from '../../db/page-query.js';
+import { PreparedPages } from '../../db/page-query.js';
+import type { ListSpec } from '../../db/page-query.js';
+import { ShapedStatements } from '../../db/shaped-statements.js';
 import { agentVersions } from '../../db/schema/agent-versions.js';
 import { agents } from '../../db/schema/agents.js';
 import { conversationMessages, conversations, gatewayHeartbeats, transcriptTurns } from '../../db/schema/conversations.js';
@@ -30,22 +33,52 @@ const GATEWAY_LOST_ERROR = { code: GATEWAY_LOST, message: 'The media gateway car
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
-/** The list's filters as one condition; agent statistics use the same, so both agree. */
-function listWhere(tenantId: string, q: Partial<Omit<ListConversationsQuery, 'page' | 'pageSize' | 'sortBy' | 'sortOrder'>>): SQL | undefined {
-  const c = conversations;
+type ListFilters = Partial<Omit<ListConversationsQuery, 'page' | 'pageSize' | 'sortBy' | 'sortOrder'>>;
+
+/** Each list filter's condition, with a placeholder (of the filter's name) for its value. */
+const FILTER_CONDITIONS = {
+  tenantId: () => eq(conversations.tenantId, sql.placeholder('tenantId')),
+  agentId: () => eq(conversations.agentId, sql.placeholder('agentId')),
+  channel: () => eq(conversations.channel, sql.placeholder('channel')),
+  status: () => eq(conversations.status, sql.placeholder('status')),
+  direction: () => eq(conversations.direction, sql.placeholder('direction')),
+  from: () => gte(conversations.startedAt, sql.placeholder('from')),
+  to: () => lte(conversations.startedAt, sql.placeholder('to')),
+  outcome: () => eq(conversations.outcome, sql.placeholder('outcome')),
+  tags: () => arrayContains(conversations.tags, sql.placeholder('tags')),
+  minDuration: () => gte(conversations.durationSeconds, sql.placeholder('minDuration')),
+} satisfies Record<string, () => SQL>;
+
+type FilterName = keyof typeof FILTER_CONDITIONS;
+
+/**
+ * The list's filters as the values of the conditions they need; agent statistics use the
+ * same, so both agree. `key` names the shape (which filters are given), `where()` builds its
+ * condition with placeholders (see `ShapedStatements`, `PreparedPages`).
+ */
+function listFilter(tenantId: string, q: ListFilters): { key: string; values: Partial<Record<FilterName, unknown>>; where: () => SQL | undefined } {
   const { from, to } = dateRange(q.dateFrom, q.dateTo);
-  return and(
-    eq(c.tenantId, tenantId),
-    q.agentId ? eq(c.agentId, q.agentId) : undefined,
-    q.channel ? eq(c.channel, q.channel) : undefined,
-    q.status ? eq(c.status, q.status) : undefined,
-    q.direction ? eq(c.direction, q.direction) : undefined,
-    from ? gte(c.startedAt, from) : undefined,
-    to ? lte(c.startedAt, to) : undefined,
-    q.outcome ? eq(c.outcome, q.outcome) : undefined,
-    q.tags && q.tags.length > 0 ? arrayContains(c.tags, q.tags) : undefined,
-    q.minDuration !== undefined ? gte(c.durationSeconds, q.minDuration) : undefined,
-  );
+  const values: Partial<Record<FilterName, unknown>> = { tenantId };
+  if (q.agentId) values.agentId = q.agentId;
+  if (q.channel) values.channel = q.channel;
+  if (q.status) values.status = q.status;
+  if (q.direction) values.direction = q.direction;
+  if (from) values.from = from.toISOString();
+  if (to) values.to = to.toISOString();
+  if (q.outcome) values.outcome = q.outcome;
+  if (q.tags && q.tags.length > 0) values.tags = q.tags;
+  if (q.minDuration !== undefined) values.minDuration = q.minDuration;
+  const names = Object.keys(values) as FilterName[];
+  return { key: names.join(','), values, where: () => and(...names.map((n) => FILTER_CONDITIONS[n]())) };
+}
+
+/** The list's statement: the conversations `where` selects, in the order `q` asks for. */
+function listSpec(where: SQL | undefined, q: Pick<ListConversationsQuery, 'sortBy' | 'sortOrder'>): ListSpec {
+  const c = conversations;
+  const dir = q.sortOrder === 'asc' ? asc : desc;
+  // Unpriced and in-progress rows sort last either way.
+  const order = q.sortBy === 'durationSeconds' ? [sql`${c.durationSeconds} ${sql.raw(q.sortOrder)} nulls last`] : q.sortBy === 'cost' ? [sql`${c.costTotalUsd} ${sql.raw(q.sortOrder)} nulls last`] : [dir(c.startedAt)];
+  return { where, orderBy: [...order, dir(c.id)] };
 }
 
 /** Agent statistics as computed in SQL (see `ConversationRepository.agentStats`). */
@@ -124,7 +157,15 @@ function lostSet(now: Date) {
  * gateway named.
  */
 export class ConversationRepository {
-  constructor(private readonly db: Db) {}
+  /** The list's statements, one per shape of filters and sort. */
+  private readonly pages: PreparedPages<typeof conversations>;
+  /** The statistics statement, one per shape of filters. */
+  private readonly statements: ShapedStatements;
+
+  constructor(private readonly db: Db) {
+    this.pages = new PreparedPages(db, conversations);
+    this.statements = new ShapedStatements((db as Db & { $client: pg.Pool }).$client);
+  }
 
   /** Runs SQL outside any transaction (an event with no state change to join). */
   get executor(): Pick<Db, 'execute'> {
@@ -176,12 +217,8 @@ export class ConversationRepository {
 
   /** One page of a tenant's conversations matching the list filters, with the total. */
   async list(tenantId: string, q: ListConversationsQuery): Promise<{ rows: ConversationRow[]; total: number }> {
-    const c = conversations;
-    const where = listWhere(tenantId, q);
-    const dir = q.sortOrder === 'asc' ? asc : desc;
-    // Unpriced and in-progress rows sort last either way.
-    const order = q.sortBy === 'durationSeconds' ? [sql`${c.durationSeconds} ${sql.raw(q.sortOrder)} nulls last`] : q.sortBy === 'cost' ? [sql`${c.costTotalUsd} ${sql.raw(q.sortOrder)} nulls last`] : [dir(c.startedAt)];
-    return pageWithTotal(this.db, c, { where, orderBy: [...order, dir(c.id)] }, q);
+    const filter = listFilter(tenantId, q);
+    return this.pages.page(`${filter.key}|${q.sortBy}|${q.sortOrder}`, () => listSpec(filter.where(), q), filter.values, q);
   }
 
   /**
@@ -190,13 +227,8 @@ export class ConversationRepository {
    * tenant has no such agent (checked in the same statement: one round trip).
    */
   async agentStats(tenantId: string, agentId: string, range: { dateFrom?: string; dateTo?: string }): Promise<AgentStatsRow | undefined> {
-    const c = conversations;
-    const filtered = this.db
-      .select({ channel: c.channel, outcome: c.outcome, durationSeconds: c.durationSeconds, costTotalUsd: c.costTotalUsd, analysis: c.analysis })
-      .from(c)
-      .where(listWhere(tenantId, { agentId, ...range }))
-      .as('f');
-    const result = await this.db.execute<{
+    const filter = listFilter(tenantId, { agentId, ...range });
+    const result = await this.statements.query<{
       agent_found: boolean;
       total: number;
       total_duration: string | null;
@@ -206,19 +238,7 @@ export class ConversationRepository {
       avg_sentiment: string | null;
       by_channel: Record<string, number> | null;
       by_outcome: Record<string, number> | null;
-    }>(sql`
-      with f as (select * from ${filtered})
-      select
-        exists (select 1 from ${agents} where ${agents.tenantId} = ${tenantId} and ${agents.id} = ${agentId}) as agent_found,
-        (select count(*)::int from f) as total,
-        (select sum(duration_seconds) from f) as total_duration,
-        (select avg(duration_seconds) from f) as avg_duration,
-        (select sum(cost_total_usd) from f) as total_cost,
-        (select avg(cost_total_usd) from f) as avg_cost,
-        (select avg((analysis->>'sentimentScore')::numeric) from f where jsonb_typeof(analysis->'sentimentScore') = 'number') as avg_sentiment,
-        (select jsonb_object_agg(channel, n) from (select channel, count(*)::int as n from f group by channel) x) as by_channel,
-        (select jsonb_object_agg(outcome, n) from (select outcome, count(*)::int as n from f where outcome is not null group by outcome) y) as by_outcome
-    `);
+    }>(`stats|${filter.key}`, () => this.agentStatsStatement(filter.where()), filter.values);
     const r = result.rows[0]!;
     if (!r.agent_found) return undefined;
     const num = (v: string | null) => (v === null ? null : Number(v));
@@ -232,6 +252,29 @@ export class ConversationRepository {
       byChannel: r.by_channel,
       byOutcome: r.by_outcome,
     };
+  }
+
+  /** The statistics statement over the conversations `where` selects (placeholders `tenantId`, `agentId`). */
+  private agentStatsStatement(where: SQL | undefined): SQL {
+    const c = conversations;
+    const filtered = this.db
+      .select({ channel: c.channel, outcome: c.outcome, durationSeconds: c.durationSeconds, costTotalUsd: c.costTotalUsd, analysis: c.analysis })
+      .from(c)
+      .where(where)
+      .as('f');
+    return sql`
+      with f as (select * from ${filtered})
+      select
+        exists (select 1 from ${agents} where ${agents.tenantId} = ${sql.placeholder('tenantId')} and ${agents.id} = ${sql.placeholder('agentId')}) as agent_found,
+        (select count(*)::int from f) as total,
+        (select sum(duration_seconds) from f) as total_duration,
+        (select avg(duration_seconds) from f) as avg_duration,
+        (select sum(cost_total_usd) from f) as total_cost,
+        (select avg(cost_total_usd) from f) as avg_cost,
+        (select avg((analysis->>'sentimentScore')::numeric) from f where jsonb_typeof(analysis->'sentimentScore') = 'number') as avg_sentiment,
+        (select jsonb_object_agg(channel, n) from (select channel, count(*)::int as n from f group by channel) x) as by_channel,
+        (select jsonb_object_agg(outcome, n) from (select outcome, count(*)::int as n from f where outcome is not null group by outcome) y) as by_outcome
+    `;
   }
 
   /**
