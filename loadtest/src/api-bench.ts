@@ -76,7 +76,7 @@ async function measure(config: BenchConfig, scenario: string, kind: ScenarioFigu
   const load = () => runLoad({ ...target, requests: tagged(target.requests, kind), warmupSec: config.warmupSec, durationSec: config.durationSec });
   // Both servers run in this process, one at a time: each run is profiled on its own.
   const outcome = await withCpuProfile(config.cpuProfDir, `${scenario}-${kind}`, load);
-  return { figures: figuresFrom(scenario, kind, outcome.result, outcome.latency), byLabel: outcome.byLabel };
+  return { figures: figuresFrom(scenario, kind, outcome.result, outcome.latency, outcome.serverCpuMs), byLabel: outcome.byLabel };
 }
 
 async function api(platform: BenchPlatform, method: string, apiPath: string, body?: unknown, key = platform.apiKey): Promise<Record<string, unknown>> {

@@ -63,8 +63,17 @@ export interface LoadOutcome {
   byLabel: Array<{ label: string; latency: LatencySummary }>;
 }
 
-/** Messages from the load process to its parent. */
-export type LoadMessage = { kind: 'done'; outcome: LoadOutcome } | { kind: 'failed'; message: string };
+/** Messages from the load process to its parent: `measuring` when the measured run (after any warm-up) starts. */
+export type LoadMessage = { kind: 'measuring' } | { kind: 'done'; outcome: LoadOutcome } | { kind: 'failed'; message: string };
+
+/** A run's outcome with what it cost this process, where the servers under test run. */
+export interface MeasuredLoad extends LoadOutcome {
+  /**
+   * CPU (user + system, every thread) this process used from the start of the measured run
+   * to its report, in ms; null if the load process never said when it started.
+   */
+  serverCpuMs: number | null;
+}
 
 // Grace beyond the run itself for process start, connection set-up, the phases' staggered start and the last responses.
 const GRACE_MS = 30_000;
@@ -75,13 +84,14 @@ const GRACE_MS = 30_000;
  * track. A child process (not a worker thread: tsx does not load TypeScript in workers on
  * Node 20) inherits tsx through `execArgv`. The child is killed if it overruns.
  */
-export function runLoad(spec: LoadSpec): Promise<LoadOutcome> {
+export function runLoad(spec: LoadSpec): Promise<MeasuredLoad> {
   const entry = fileURLToPath(new URL('./load-worker.ts', import.meta.url));
   const child = fork(entry, [], { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const what = spec.requests.map((r) => r.label).join(', ');
-  return new Promise<LoadOutcome>((resolve, reject) => {
+  return new Promise<MeasuredLoad>((resolve, reject) => {
     let settled = false;
-    const finish = (err: Error | null, outcome?: LoadOutcome) => {
+    let cpuAtStart: NodeJS.CpuUsage | null = null;
+    const finish = (err: Error | null, outcome?: MeasuredLoad) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -91,7 +101,14 @@ export function runLoad(spec: LoadSpec): Promise<LoadOutcome> {
     };
     const runSec = (spec.warmupSec ?? 0) + spec.durationSec;
     const timer = setTimeout(() => finish(new Error(`load run ${what} overran ${runSec} s by ${GRACE_MS / 1000} s`)), runSec * 1000 + GRACE_MS);
-    child.on('message', (m: LoadMessage) => (m.kind === 'done' ? finish(null, m.outcome) : finish(new Error(`load run failed: ${m.message}`))));
+    child.on('message', (m: LoadMessage) => {
+      if (m.kind === 'measuring') cpuAtStart = process.cpuUsage();
+      else if (m.kind === 'failed') finish(new Error(`load run failed: ${m.message}`));
+      else {
+        const used = cpuAtStart && process.cpuUsage(cpuAtStart);
+        finish(null, { ...m.outcome, serverCpuMs: used ? (used.user + used.system) / 1000 : null });
+      }
+    });
     child.on('error', (err) => finish(err));
     child.on('exit', (code, signal) => finish(new Error(`load process exited (${signal ?? code}) before reporting`)));
     child.send(spec);

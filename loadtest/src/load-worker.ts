@@ -95,6 +95,8 @@ async function run(spec: LoadSpec): Promise<LoadMessage> {
       const label = spec.requests[index]?.label;
       if (label !== undefined) perLabel.get(label)!.push(ms);
     };
+    // The parent counts its servers' CPU from here.
+    process.send!({ kind: 'measuring' } satisfies LoadMessage);
     const results = await runPhases(spec, spec.durationSec, counters, onLatency);
     return {
       kind: 'done',

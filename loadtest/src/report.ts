@@ -31,6 +31,11 @@ export interface ScenarioFigures {
   timeouts: number;
   totalRequests: number;
   durationSec: number;
+  /**
+   * CPU of the process serving the run (user + system, all its threads; not Postgres, which
+   * runs in its own) per request of the measured run, in ms; null when not measured.
+   */
+  cpuMsPerRequest: number | null;
 }
 
 /** A platform scenario beside its bare-Fastify baseline. */
@@ -42,6 +47,8 @@ export interface Comparison {
   ratioRequestsPerSec: number | null;
   /** platform p99 ÷ bare p99; null if the bare p99 is 0. */
   ratioP99: number | null;
+  /** platform CPU per request ÷ bare's; null when either was not measured. */
+  ratioCpuPerRequest: number | null;
 }
 
 /** Machine and runtime the figures were taken on. */
@@ -173,7 +180,7 @@ export function mergeResults(results: LoadResult[]): LoadResult {
  * not completed ÷ duration: autocannon's duration runs on to its next 1 s sampling tick
  * after the stop, so it reads up to a second long.
  */
-export function figuresFrom(scenario: string, target: ScenarioFigures['target'], result: LoadResult, latency?: LatencySummary): ScenarioFigures {
+export function figuresFrom(scenario: string, target: ScenarioFigures['target'], result: LoadResult, latency?: LatencySummary, serverCpuMs: number | null = null): ScenarioFigures {
   const precise = latency && latency.samples > 0 ? latency : undefined;
   return {
     scenario,
@@ -188,6 +195,7 @@ export function figuresFrom(scenario: string, target: ScenarioFigures['target'],
     timeouts: result.timeouts,
     totalRequests: result.requests.total,
     durationSec: result.duration,
+    cpuMsPerRequest: serverCpuMs !== null && result.requests.total > 0 ? serverCpuMs / result.requests.total : null,
   };
 }
 
@@ -203,6 +211,7 @@ export function compare(scenario: string, platform: ScenarioFigures, bare: Scena
     bare,
     ratioRequestsPerSec: ratio(platform.requestsPerSec, bare.requestsPerSec),
     ratioP99: ratio(platform.latencyP99Ms, bare.latencyP99Ms),
+    ratioCpuPerRequest: platform.cpuMsPerRequest === null || bare.cpuMsPerRequest === null ? null : ratio(platform.cpuMsPerRequest, bare.cpuMsPerRequest),
   };
 }
 
@@ -279,11 +288,16 @@ export function fixed(n: number | null, digits: number): string {
   return n === null || !Number.isFinite(n) ? '-' : n.toFixed(digits);
 }
 
-const HEADERS = ['scenario', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'req/s ratio', 'p99 ratio'] as const;
+const HEADERS = ['scenario', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'CPU µs/req', 'req/s ratio', 'p99 ratio', 'CPU ratio'] as const;
+
+/** CPU per request in µs, or `-`. */
+export function cpuMicros(msPerRequest: number | null | undefined): string {
+  return fixed(msPerRequest === null || msPerRequest === undefined ? null : msPerRequest * 1000, 0);
+}
 
 /** Rows of the table: each platform scenario with its ratios, then its bare baseline. */
 export function tableRows(comparisons: Comparison[]): string[][] {
-  const row = (name: string, f: ScenarioFigures, ratios: [string, string]) => [
+  const row = (name: string, f: ScenarioFigures, ratios: [string, string, string]) => [
     name,
     fixed(f.requestsPerSec, 0),
     fixed(f.latencyP50Ms, 2),
@@ -292,11 +306,12 @@ export function tableRows(comparisons: Comparison[]): string[][] {
     fixed(f.latencyMaxMs, 2),
     String(f.non2xx),
     f.timeouts > 0 ? `${f.errors} (${f.timeouts} t/o)` : String(f.errors),
+    cpuMicros(f.cpuMsPerRequest),
     ...ratios,
   ];
   return comparisons.flatMap((c) => [
-    row(c.scenario, c.platform, [fixed(c.ratioRequestsPerSec, 3), fixed(c.ratioP99, 2)]),
-    row(`  bare ${c.bare.scenario}`, c.bare, ['', '']),
+    row(c.scenario, c.platform, [fixed(c.ratioRequestsPerSec, 3), fixed(c.ratioP99, 2), fixed(c.ratioCpuPerRequest, 2)]),
+    row(`  bare ${c.bare.scenario}`, c.bare, ['', '', '']),
   ]);
 }
 

@@ -24,6 +24,9 @@ function expectServed(f: ScenarioFigures, scenario: string, target: ScenarioFigu
   expect(f.latencyP50Ms).toBeLessThanOrEqual(f.latencyP95Ms);
   expect(f.latencyP95Ms).toBeLessThanOrEqual(f.latencyP99Ms);
   expect(f.latencyP99Ms).toBeLessThanOrEqual(f.latencyMaxMs);
+  // The serving process's CPU over the measured run, per request: something, and well under the run's wall time per request.
+  expect(f.cpuMsPerRequest).toBeGreaterThan(0);
+  expect(f.cpuMsPerRequest!).toBeLessThan((f.durationSec * 1000 * 2) / f.totalRequests);
 }
 
 describe.skipIf(!reachable)('pnpm bench:api (smoke)', () => {
@@ -41,6 +44,7 @@ describe.skipIf(!reachable)('pnpm bench:api (smoke)', () => {
       expectServed(c.platform, c.scenario, 'platform');
       expectServed(c.bare, c.scenario, 'bare');
       expect(c.ratioRequestsPerSec).toBeGreaterThan(0);
+      expect(c.ratioCpuPerRequest).toBeGreaterThan(0);
     }
 
     const open = report.openLoop!;

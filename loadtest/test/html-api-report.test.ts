@@ -28,8 +28,8 @@ function oldReport(): ApiReportView {
 
 /** A report with p95/max, the open-loop mix and the targets. */
 function newReport(): ApiReportView {
-  const p = figures('mixed', 'platform', 996, 4.1, 18.72, { latencyP95Ms: 9.3, latencyMaxMs: 40.2 });
-  const b = figures('mixed', 'bare', 1000, 0.6, 1.9, { latencyP95Ms: 1.1, latencyMaxMs: 5 });
+  const p = figures('mixed', 'platform', 996, 4.1, 18.72, { latencyP95Ms: 9.3, latencyMaxMs: 40.2, cpuMsPerRequest: 0.6117 });
+  const b = figures('mixed', 'bare', 1000, 0.6, 1.9, { latencyP95Ms: 1.1, latencyMaxMs: 5, cpuMsPerRequest: 0.1523 });
   return {
     ...oldReport(),
     settings: { scenario: 'all', durationSec: 10, warmupSec: 2, connections: 10, ratePerSec: 1000, database: 'external' },
@@ -40,7 +40,7 @@ function newReport(): ApiReportView {
       apiKeys: 8,
       sequence: ['GET /agents/{id}', 'GET /agents', 'POST /agents'],
       readShare: 0.8,
-      comparison: comparison('mixed', p, b),
+      comparison: { ...comparison('mixed', p, b), ratioCpuPerRequest: 0.6117 / 0.1523 },
       achievedShare: { platform: 0.996, bare: 1 },
       byRequest: {
         platform: [
@@ -85,6 +85,9 @@ describe('renderApiReportHtml', () => {
     expect(html).toContain('<td class="num">18.72</td>');
     expect(html).toContain('<td class="num">40.20</td>'); // max
     expect(html).toContain('<td class="num">24.50</td>'); // POST p99
+    expect(html).toContain('<td class="num">612</td>'); // platform CPU µs per request
+    expect(html).toContain('<td class="num">152</td>');
+    expect(html).toContain('<td class="num">4.02</td>'); // CPU ratio
     expect(occurrences(html, '<td class="pass">PASS</td>')).toBe(2);
     expect(occurrences(html, '<td class="fail">FAIL</td>')).toBe(1);
   });

@@ -24,7 +24,7 @@ function latency(p50Ms: number, p95Ms: number, p99Ms: number, maxMs: number, sam
 }
 
 function figures(target: ScenarioFigures['target'], o: Partial<ScenarioFigures> = {}): ScenarioFigures {
-  return { scenario: 'get-by-id', target, requestsPerSec: 1000, latencyP50Ms: 5, latencyP95Ms: 12, latencyP99Ms: 20, latencyMaxMs: 31, non2xx: 0, errors: 0, timeouts: 0, totalRequests: 10_000, durationSec: 10, ...o };
+  return { scenario: 'get-by-id', target, requestsPerSec: 1000, latencyP50Ms: 5, latencyP95Ms: 12, latencyP99Ms: 20, latencyMaxMs: 31, non2xx: 0, errors: 0, timeouts: 0, totalRequests: 10_000, durationSec: 10, cpuMsPerRequest: null, ...o };
 }
 
 describe('quantile', () => {
@@ -86,7 +86,14 @@ describe('figuresFrom', () => {
       timeouts: 1,
       totalRequests: 12_345,
       durationSec: 10.01,
+      cpuMsPerRequest: null,
     });
+  });
+
+  it("divides the server's CPU over the measured run by its requests, and has none when it was not measured", () => {
+    expect(figuresFrom('create', 'platform', result, undefined, 8641.5).cpuMsPerRequest).toBeCloseTo(0.7, 10);
+    expect(figuresFrom('create', 'platform', result, undefined, null).cpuMsPerRequest).toBeNull();
+    expect(figuresFrom('create', 'platform', loadResult({ rps: 0, total: 0, p50: 0, p99: 0 }), undefined, 120).cpuMsPerRequest).toBeNull();
   });
 
   it("falls back to autocannon's histogram when no latency was kept", () => {
@@ -101,6 +108,13 @@ describe('compare', () => {
     const c = compare('get-by-id', figures('platform', { requestsPerSec: 1200, latencyP99Ms: 21 }), figures('bare', { requestsPerSec: 48_000, latencyP99Ms: 0.84 }));
     expect(c.ratioRequestsPerSec).toBeCloseTo(0.025, 10);
     expect(c.ratioP99).toBeCloseTo(25, 10);
+    expect(c.ratioCpuPerRequest).toBeNull();
+  });
+
+  it('divides platform CPU per request by bare', () => {
+    const c = compare('mixed', figures('platform', { cpuMsPerRequest: 0.6 }), figures('bare', { cpuMsPerRequest: 0.15 }));
+    expect(c.ratioCpuPerRequest).toBeCloseTo(4, 10);
+    expect(compare('mixed', figures('platform', { cpuMsPerRequest: 0.6 }), figures('bare')).ratioCpuPerRequest).toBeNull();
   });
 
   it('has no ratio when the baseline is zero', () => {
@@ -210,8 +224,8 @@ describe('formatTable', () => {
     const table = formatTable([
       compare(
         'get-by-id',
-        figures('platform', { requestsPerSec: 1202.34, latencyP50Ms: 7.8386, latencyP95Ms: 15.5, latencyP99Ms: 20.8745, latencyMaxMs: 44.1 }),
-        figures('bare', { requestsPerSec: 49626.67, latencyP50Ms: 0.1508, latencyP95Ms: 0.5, latencyP99Ms: 0.8389, latencyMaxMs: 3.2 }),
+        figures('platform', { requestsPerSec: 1202.34, latencyP50Ms: 7.8386, latencyP95Ms: 15.5, latencyP99Ms: 20.8745, latencyMaxMs: 44.1, cpuMsPerRequest: 0.8124 }),
+        figures('bare', { requestsPerSec: 49626.67, latencyP50Ms: 0.1508, latencyP95Ms: 0.5, latencyP99Ms: 0.8389, latencyMaxMs: 3.2, cpuMsPerRequest: 0.0402 }),
       ),
       compare(
         'create',
@@ -220,12 +234,12 @@ describe('formatTable', () => {
       ),
     ]);
     expect(table.split('\n')).toEqual([
-      'scenario          req/s  p50 ms  p95 ms  p99 ms  max ms  non-2xx     errors  req/s ratio  p99 ratio',
-      '----------------  -----  ------  ------  ------  ------  -------  ---------  -----------  ---------',
-      'get-by-id          1202    7.84   15.50   20.87   44.10        0          0        0.024      24.88',
-      '  bare get-by-id  49627    0.15    0.50    0.84    3.20        0          0',
-      'create              787   11.96   25.00   34.15  101.00        2  3 (1 t/o)            -          -',
-      '  bare create         0       -       -       -       -        0          0',
+      'scenario          req/s  p50 ms  p95 ms  p99 ms  max ms  non-2xx     errors  CPU µs/req  req/s ratio  p99 ratio  CPU ratio',
+      '----------------  -----  ------  ------  ------  ------  -------  ---------  ----------  -----------  ---------  ---------',
+      'get-by-id          1202    7.84   15.50   20.87   44.10        0          0         812        0.024      24.88      20.21',
+      '  bare get-by-id  49627    0.15    0.50    0.84    3.20        0          0          40',
+      'create              787   11.96   25.00   34.15  101.00        2  3 (1 t/o)           -            -          -          -',
+      '  bare create         0       -       -       -       -        0          0           -',
     ]);
   });
 });

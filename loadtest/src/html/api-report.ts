@@ -8,7 +8,7 @@
  * where every later addition is optional, and leaves out what is missing.
  */
 import type { TargetCheck } from '../calls/call-results.js';
-import { fixed } from '../report.js';
+import { cpuMicros, fixed } from '../report.js';
 import type { BenchReport, MachineInfo } from '../report.js';
 import { barCompareSvg, escapeHtml, htmlPage, htmlTable } from './charts.js';
 import type { Cell, CompareRow, PageSection } from './charts.js';
@@ -27,6 +27,7 @@ export interface FiguresView {
   timeouts: number;
   totalRequests: number;
   durationSec: number;
+  cpuMsPerRequest?: number | null;
 }
 
 /** A platform run beside its bare baseline. */
@@ -36,6 +37,7 @@ export interface ComparisonView {
   bare: FiguresView;
   ratioRequestsPerSec: number | null;
   ratioP99: number | null;
+  ratioCpuPerRequest?: number | null;
 }
 
 /** Latencies of one kind of request of the open-loop mix. */
@@ -82,10 +84,10 @@ function figure(svg: string, caption?: string): string {
   return `<figure>${svg}${caption ? `<figcaption>${escapeHtml(caption)}</figcaption>` : ''}</figure>`;
 }
 
-const FIGURE_HEADERS = ['scenario', 'target', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'req/s ratio', 'p99 ratio'];
+const FIGURE_HEADERS = ['scenario', 'target', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'CPU µs/req', 'req/s ratio', 'p99 ratio', 'CPU ratio'];
 
 function figuresRows(c: ComparisonView): Cell[][] {
-  const row = (f: FiguresView, ratios: [string, string]): Cell[] => [
+  const row = (f: FiguresView, ratios: [string, string, string]): Cell[] => [
     c.scenario,
     f.target,
     fixed(f.requestsPerSec, 0),
@@ -95,9 +97,10 @@ function figuresRows(c: ComparisonView): Cell[][] {
     fixed(f.latencyMaxMs ?? null, 2),
     String(f.non2xx),
     String(f.errors),
+    cpuMicros(f.cpuMsPerRequest),
     ...ratios,
   ];
-  return [row(c.platform, [fixed(c.ratioRequestsPerSec, 3), fixed(c.ratioP99, 2)]), row(c.bare, ['', ''])];
+  return [row(c.platform, [fixed(c.ratioRequestsPerSec, 3), fixed(c.ratioP99, 2), fixed(c.ratioCpuPerRequest ?? null, 2)]), row(c.bare, ['', '', ''])];
 }
 
 function platformVsBare(label: string, platform: number | null, bare: number | null): CompareRow {
