@@ -27,7 +27,7 @@ import { runLoad } from './load-generator.js';
 import type { LoadSpec, RequestSpec } from './load-generator.js';
 import { machineInfo } from './machine-info.js';
 import { withCpuProfile } from './cpu-profile.js';
-import { buildReport, compare, figuresFrom, formatMixTable, formatTable, formatTargets, reportFileName } from './report.js';
+import { buildReport, compare, figuresFrom, formatMachineLoad, formatMixTable, formatTable, formatTargets, reportFileName } from './report.js';
 import type { Comparison, MixRequestFigures, OpenLoopSection, ScenarioFigures } from './report.js';
 import { runBounded } from './run-bounded.js';
 
@@ -76,7 +76,7 @@ async function measure(config: BenchConfig, scenario: string, kind: ScenarioFigu
   const load = () => runLoad({ ...target, requests: tagged(target.requests, kind), warmupSec: config.warmupSec, durationSec: config.durationSec });
   // Both servers run in this process, one at a time: each run is profiled on its own.
   const outcome = await withCpuProfile(config.cpuProfDir, `${scenario}-${kind}`, load);
-  return { figures: figuresFrom(scenario, kind, outcome.result, outcome.latency, outcome.serverCpuMs), byLabel: outcome.byLabel };
+  return { figures: figuresFrom(scenario, kind, outcome.result, outcome.latency, outcome), byLabel: outcome.byLabel };
 }
 
 async function api(platform: BenchPlatform, method: string, apiPath: string, body?: unknown, key = platform.apiKey): Promise<Record<string, unknown>> {
@@ -192,6 +192,7 @@ async function bench(config: BenchConfig, started: { platform?: BenchPlatform; b
       `closed loop (get-by-id, create): ${config.connections} connections; open loop (mixed): ${config.ratePerSec} req/s requested over ${config.openLoop.connections} connections in ${config.openLoop.phases} phases, ${API_KEYS} API keys, ${Math.round((open?.readShare ?? 0.8) * 100)} % reads`,
       '',
       table,
+      ...formatMachineLoad(open ? [...comparisons, open.comparison] : comparisons),
       ...(open ? ['', 'open-loop mixed traffic per request (platform):', '', formatMixTable(open)] : []),
       '',
       formatTargets(report.targets),

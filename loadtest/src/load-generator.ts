@@ -1,5 +1,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { machineLoadBetween, readCpuTimes } from './machine-load.js';
+import type { CpuTimes, MachineLoad } from './machine-load.js';
 import type { LatencySummary, LoadResult } from './report.js';
 
 /** One kind of request a load run sends. */
@@ -73,6 +75,8 @@ export interface MeasuredLoad extends LoadOutcome {
    * to its report, in ms; null if the load process never said when it started.
    */
   serverCpuMs: number | null;
+  /** The whole machine's CPUs over the same span; null off Linux or without that start. */
+  machine: MachineLoad | null;
 }
 
 // Grace beyond the run itself for process start, connection set-up, the phases' staggered start and the last responses.
@@ -91,6 +95,7 @@ export function runLoad(spec: LoadSpec): Promise<MeasuredLoad> {
   return new Promise<MeasuredLoad>((resolve, reject) => {
     let settled = false;
     let cpuAtStart: NodeJS.CpuUsage | null = null;
+    let machineAtStart: CpuTimes | null = null;
     const finish = (err: Error | null, outcome?: MeasuredLoad) => {
       if (settled) return;
       settled = true;
@@ -102,11 +107,14 @@ export function runLoad(spec: LoadSpec): Promise<MeasuredLoad> {
     const runSec = (spec.warmupSec ?? 0) + spec.durationSec;
     const timer = setTimeout(() => finish(new Error(`load run ${what} overran ${runSec} s by ${GRACE_MS / 1000} s`)), runSec * 1000 + GRACE_MS);
     child.on('message', (m: LoadMessage) => {
-      if (m.kind === 'measuring') cpuAtStart = process.cpuUsage();
-      else if (m.kind === 'failed') finish(new Error(`load run failed: ${m.message}`));
+      if (m.kind === 'measuring') {
+        cpuAtStart = process.cpuUsage();
+        machineAtStart = readCpuTimes();
+      } else if (m.kind === 'failed') finish(new Error(`load run failed: ${m.message}`));
       else {
         const used = cpuAtStart && process.cpuUsage(cpuAtStart);
-        finish(null, { ...m.outcome, serverCpuMs: used ? (used.user + used.system) / 1000 : null });
+        const machine = machineAtStart && machineLoadBetween(machineAtStart, readCpuTimes());
+        finish(null, { ...m.outcome, serverCpuMs: used ? (used.user + used.system) / 1000 : null, machine });
       }
     });
     child.on('error', (err) => finish(err));

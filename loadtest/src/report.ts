@@ -1,4 +1,5 @@
 import type autocannon from 'autocannon';
+import type { MachineLoad } from './machine-load.js';
 import type { TargetCheck } from './calls/call-results.js';
 
 /** The parts of an autocannon result the report reads. */
@@ -36,7 +37,23 @@ export interface ScenarioFigures {
    * runs in its own) per request of the measured run, in ms; null when not measured.
    */
   cpuMsPerRequest: number | null;
+  /** The whole machine's CPUs over the measured run (busy, stolen by the hypervisor); null when not read. */
+  machine: MachineLoad | null;
 }
+
+/** What a measured run cost, beside its requests: the serving process's CPU (ms) and the machine's load. */
+export interface RunCost {
+  serverCpuMs: number | null;
+  machine: MachineLoad | null;
+}
+
+const NOT_MEASURED: RunCost = { serverCpuMs: null, machine: null };
+
+/**
+ * Steal above this share of the machine's CPU time in a run marks its latencies as disturbed:
+ * the hypervisor gave this machine's CPUs to others while it had work.
+ */
+export const STEAL_WARNING_SHARE = 0.05;
 
 /** A platform scenario beside its bare-Fastify baseline. */
 export interface Comparison {
@@ -180,7 +197,8 @@ export function mergeResults(results: LoadResult[]): LoadResult {
  * not completed ÷ duration: autocannon's duration runs on to its next 1 s sampling tick
  * after the stop, so it reads up to a second long.
  */
-export function figuresFrom(scenario: string, target: ScenarioFigures['target'], result: LoadResult, latency?: LatencySummary, serverCpuMs: number | null = null): ScenarioFigures {
+export function figuresFrom(scenario: string, target: ScenarioFigures['target'], result: LoadResult, latency?: LatencySummary, cost: RunCost = NOT_MEASURED): ScenarioFigures {
+  const { serverCpuMs } = cost;
   const precise = latency && latency.samples > 0 ? latency : undefined;
   return {
     scenario,
@@ -196,6 +214,7 @@ export function figuresFrom(scenario: string, target: ScenarioFigures['target'],
     totalRequests: result.requests.total,
     durationSec: result.duration,
     cpuMsPerRequest: serverCpuMs !== null && result.requests.total > 0 ? serverCpuMs / result.requests.total : null,
+    machine: cost.machine,
   };
 }
 
@@ -343,6 +362,31 @@ export function formatMixTable(openLoop: OpenLoopSection): string {
 export function formatTargets(targets: TargetCheck[]): string {
   const verdict = (pass: boolean | null) => (pass === null ? '-' : pass ? 'PASS' : 'MISS');
   return textTable(['target', 'limit', 'measured', ''], targets.map((t) => [t.name, t.limit, t.measured, verdict(t.pass)]));
+}
+
+/** What {@link formatMachineLoad} reads of a run (older reports have no `machine`). */
+export interface MachineLoadRun {
+  scenario: string;
+  target: string;
+  machine?: MachineLoad | null;
+}
+
+/**
+ * The machine's CPU use during each measured run (`busy` and `steal`, % of all its CPUs), and
+ * a warning naming the runs whose steal passed {@link STEAL_WARNING_SHARE}. Empty when no run
+ * read it (not Linux, or a report from before it was kept).
+ */
+export function formatMachineLoad(comparisons: Array<{ platform: MachineLoadRun; bare: MachineLoadRun }>): string[] {
+  const runs = comparisons.flatMap((c) => [c.platform, c.bare]).filter((f) => f.machine);
+  if (runs.length === 0) return [];
+  const name = (f: MachineLoadRun) => (f.target === 'platform' ? f.scenario : `bare ${f.scenario}`);
+  const pct = (share: number) => (share * 100).toFixed(0);
+  const lines = [`machine CPUs during each measured run, busy / steal %: ${runs.map((f) => `${name(f)} ${pct(f.machine!.busyShare)} / ${pct(f.machine!.stealShare)}`).join('; ')}`];
+  const stolen = runs.filter((f) => f.machine!.stealShare > STEAL_WARNING_SHARE);
+  if (stolen.length > 0) {
+    lines.push(`WARNING steal above ${pct(STEAL_WARNING_SHARE)} % in ${stolen.map(name).join(', ')}: the hypervisor gave this machine's CPUs to others meanwhile; compare those latencies with care, or run again`);
+  }
+  return lines;
 }
 
 /** The JSON document written under `results/`. */

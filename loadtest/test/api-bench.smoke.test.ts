@@ -27,6 +27,11 @@ function expectServed(f: ScenarioFigures, scenario: string, target: ScenarioFigu
   // The serving process's CPU over the measured run, per request: something, and well under the run's wall time per request.
   expect(f.cpuMsPerRequest).toBeGreaterThan(0);
   expect(f.cpuMsPerRequest!).toBeLessThan((f.durationSec * 1000 * 2) / f.totalRequests);
+  // The machine (Linux) was read over the run: busy while serving, steal a share.
+  expect(f.machine!.busyShare).toBeGreaterThan(0);
+  expect(f.machine!.busyShare).toBeLessThanOrEqual(1);
+  expect(f.machine!.stealShare).toBeGreaterThanOrEqual(0);
+  expect(f.machine!.stealShare).toBeLessThanOrEqual(f.machine!.busyShare);
 }
 
 describe.skipIf(!reachable)('pnpm bench:api (smoke)', () => {

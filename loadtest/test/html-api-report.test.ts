@@ -28,7 +28,7 @@ function oldReport(): ApiReportView {
 
 /** A report with p95/max, the open-loop mix and the targets. */
 function newReport(): ApiReportView {
-  const p = figures('mixed', 'platform', 996, 4.1, 18.72, { latencyP95Ms: 9.3, latencyMaxMs: 40.2, cpuMsPerRequest: 0.6117 });
+  const p = figures('mixed', 'platform', 996, 4.1, 18.72, { latencyP95Ms: 9.3, latencyMaxMs: 40.2, cpuMsPerRequest: 0.6117, machine: { busyShare: 0.58, stealShare: 0.09 } });
   const b = figures('mixed', 'bare', 1000, 0.6, 1.9, { latencyP95Ms: 1.1, latencyMaxMs: 5, cpuMsPerRequest: 0.1523 });
   return {
     ...oldReport(),
@@ -88,6 +88,8 @@ describe('renderApiReportHtml', () => {
     expect(html).toContain('<td class="num">612</td>'); // platform CPU µs per request
     expect(html).toContain('<td class="num">152</td>');
     expect(html).toContain('<td class="num">4.02</td>'); // CPU ratio
+    expect(html).toContain('busy / steal %: mixed 58 / 9'); // the bare run read no machine load
+    expect(html).toContain('WARNING steal above 5 % in mixed');
     expect(occurrences(html, '<td class="pass">PASS</td>')).toBe(2);
     expect(occurrences(html, '<td class="fail">FAIL</td>')).toBe(1);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type autocannon from 'autocannon';
-import { API_TARGETS, buildReport, checkApiTargets, compare, failuresOf, figuresFrom, formatMixTable, formatTable, formatTargets, mergeResults, quantile, reportFileName, summariseLatencies } from '../src/report.js';
+import { API_TARGETS, buildReport, checkApiTargets, compare, failuresOf, figuresFrom, formatMachineLoad, formatMixTable, formatTable, formatTargets, mergeResults, quantile, reportFileName, summariseLatencies } from '../src/report.js';
 import type { LatencySummary, LoadResult, OpenLoopSection, ScenarioFigures } from '../src/report.js';
 
 function histogram(values: Partial<autocannon.Histogram>): autocannon.Histogram {
@@ -24,7 +24,7 @@ function latency(p50Ms: number, p95Ms: number, p99Ms: number, maxMs: number, sam
 }
 
 function figures(target: ScenarioFigures['target'], o: Partial<ScenarioFigures> = {}): ScenarioFigures {
-  return { scenario: 'get-by-id', target, requestsPerSec: 1000, latencyP50Ms: 5, latencyP95Ms: 12, latencyP99Ms: 20, latencyMaxMs: 31, non2xx: 0, errors: 0, timeouts: 0, totalRequests: 10_000, durationSec: 10, cpuMsPerRequest: null, ...o };
+  return { scenario: 'get-by-id', target, requestsPerSec: 1000, latencyP50Ms: 5, latencyP95Ms: 12, latencyP99Ms: 20, latencyMaxMs: 31, non2xx: 0, errors: 0, timeouts: 0, totalRequests: 10_000, durationSec: 10, cpuMsPerRequest: null, machine: null, ...o };
 }
 
 describe('quantile', () => {
@@ -87,13 +87,15 @@ describe('figuresFrom', () => {
       totalRequests: 12_345,
       durationSec: 10.01,
       cpuMsPerRequest: null,
+      machine: null,
     });
   });
 
   it("divides the server's CPU over the measured run by its requests, and has none when it was not measured", () => {
-    expect(figuresFrom('create', 'platform', result, undefined, 8641.5).cpuMsPerRequest).toBeCloseTo(0.7, 10);
-    expect(figuresFrom('create', 'platform', result, undefined, null).cpuMsPerRequest).toBeNull();
-    expect(figuresFrom('create', 'platform', loadResult({ rps: 0, total: 0, p50: 0, p99: 0 }), undefined, 120).cpuMsPerRequest).toBeNull();
+    const machine = { busyShare: 0.62, stealShare: 0.01 };
+    expect(figuresFrom('create', 'platform', result, undefined, { serverCpuMs: 8641.5, machine })).toMatchObject({ cpuMsPerRequest: expect.closeTo(0.7, 10), machine });
+    expect(figuresFrom('create', 'platform', result, undefined, { serverCpuMs: null, machine: null }).cpuMsPerRequest).toBeNull();
+    expect(figuresFrom('create', 'platform', loadResult({ rps: 0, total: 0, p50: 0, p99: 0 }), undefined, { serverCpuMs: 120, machine }).cpuMsPerRequest).toBeNull();
   });
 
   it("falls back to autocannon's histogram when no latency was kept", () => {
@@ -241,6 +243,24 @@ describe('formatTable', () => {
       'create              787   11.96   25.00   34.15  101.00        2  3 (1 t/o)           -            -          -          -',
       '  bare create         0       -       -       -       -        0          0           -',
     ]);
+  });
+});
+
+describe('formatMachineLoad', () => {
+  it("lists each measured run's busy and steal shares, and warns of the runs whose steal passed 5 %", () => {
+    const lines = formatMachineLoad([
+      compare('get-by-id', figures('platform', { machine: { busyShare: 0.614, stealShare: 0.012 } }), figures('bare', { machine: { busyShare: 0.7, stealShare: 0.051 } })),
+      compare('mixed', figures('platform', { scenario: 'mixed', machine: { busyShare: 0.55, stealShare: 0.1 } }), figures('bare', { scenario: 'mixed', machine: null })),
+    ]);
+    expect(lines).toEqual([
+      'machine CPUs during each measured run, busy / steal %: get-by-id 61 / 1; bare get-by-id 70 / 5; mixed 55 / 10',
+      "WARNING steal above 5 % in bare get-by-id, mixed: the hypervisor gave this machine's CPUs to others meanwhile; compare those latencies with care, or run again",
+    ]);
+  });
+
+  it('says nothing when no run read the machine, and no warning at 5 % or less', () => {
+    expect(formatMachineLoad([compare('get-by-id', figures('platform'), figures('bare'))])).toEqual([]);
+    expect(formatMachineLoad([compare('get-by-id', figures('platform', { machine: { busyShare: 0.5, stealShare: 0.05 } }), figures('bare'))])).toHaveLength(1);
   });
 });
 

@@ -8,7 +8,8 @@
  * where every later addition is optional, and leaves out what is missing.
  */
 import type { TargetCheck } from '../calls/call-results.js';
-import { cpuMicros, fixed } from '../report.js';
+import type { MachineLoad } from '../machine-load.js';
+import { cpuMicros, fixed, formatMachineLoad } from '../report.js';
 import type { BenchReport, MachineInfo } from '../report.js';
 import { barCompareSvg, escapeHtml, htmlPage, htmlTable } from './charts.js';
 import type { Cell, CompareRow, PageSection } from './charts.js';
@@ -28,6 +29,7 @@ export interface FiguresView {
   totalRequests: number;
   durationSec: number;
   cpuMsPerRequest?: number | null;
+  machine?: MachineLoad | null;
 }
 
 /** A platform run beside its bare baseline. */
@@ -116,6 +118,9 @@ function platformVsBare(label: string, platform: number | null, bare: number | n
 function summary(view: ApiReportView): PageSection {
   const parts = [para(view.ok ? 'OK: every run answered 2xx with no connection errors.' : 'NOT OK: the figures of some runs cannot be trusted (see below).', view.ok ? 'ok' : 'bad'), para(`Started ${view.startedAt}.`)];
   if (view.failures.length > 0) parts.push(`<ul>${view.failures.map((f) => `<li>${escapeHtml(f)}</li>`).join('')}</ul>`);
+  for (const line of formatMachineLoad([...(view.comparisons ?? []), ...(view.openLoop ? [view.openLoop.comparison] : [])])) {
+    parts.push(para(line, line.startsWith('WARNING') ? 'bad' : 'muted'));
+  }
   if (view.targets && view.targets.length > 0) {
     parts.push(htmlTable(['target', 'limit', 'measured', 'result'], view.targets.map((t) => [t.name, t.limit, t.measured, resultCell(t.pass)])));
   }
