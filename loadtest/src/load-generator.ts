@@ -1,8 +1,8 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { machineLoadBetween, readCpuTimes } from './machine-load.js';
-import type { CpuTimes, MachineLoad } from './machine-load.js';
-import type { LatencySummary, LoadResult } from './report.js';
+import type { CpuTimes } from './machine-load.js';
+import type { LatencySummary, LoadResult, RunCost } from './report.js';
 
 /** One kind of request a load run sends. */
 export interface RequestSpec {
@@ -68,16 +68,12 @@ export interface LoadOutcome {
 /** Messages from the load process to its parent: `measuring` when the measured run (after any warm-up) starts. */
 export type LoadMessage = { kind: 'measuring' } | { kind: 'done'; outcome: LoadOutcome } | { kind: 'failed'; message: string };
 
-/** A run's outcome with what it cost this process, where the servers under test run. */
-export interface MeasuredLoad extends LoadOutcome {
-  /**
-   * CPU (user + system, every thread) this process used from the start of the measured run
-   * to its report, in ms; null if the load process never said when it started.
-   */
-  serverCpuMs: number | null;
-  /** The whole machine's CPUs over the same span; null off Linux or without that start. */
-  machine: MachineLoad | null;
-}
+/**
+ * A run's outcome with what it cost from the start of the measured run to its report: this
+ * process's CPU (where the servers under test run; null if the load process never said when
+ * the measured run started) and the machine's load (also null off Linux).
+ */
+export type MeasuredLoad = LoadOutcome & RunCost;
 
 // Grace beyond the run itself for process start, connection set-up, the phases' staggered start and the last responses.
 const GRACE_MS = 30_000;

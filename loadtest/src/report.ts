@@ -41,9 +41,11 @@ export interface ScenarioFigures {
   machine: MachineLoad | null;
 }
 
-/** What a measured run cost, beside its requests: the serving process's CPU (ms) and the machine's load. */
+/** What a measured run cost, beside its requests. */
 export interface RunCost {
+  /** CPU (user + system, every thread) of the process the servers run in, in ms. */
   serverCpuMs: number | null;
+  /** The whole machine's CPUs over the same span. */
   machine: MachineLoad | null;
 }
 

@@ -9,6 +9,11 @@ import { installTransactionFix } from './transaction-fix.js';
 
 export type Db = NodePgDatabase<typeof schema>;
 
+/** The pool behind `db` (drizzle's node-postgres driver keeps it as `$client`). */
+export function poolOf(db: Db): pg.Pool {
+  return (db as Db & { $client: pg.Pool }).$client;
+}
+
 /** The pool and the drizzle handle over it; `close()` ends the pool. */
 export interface Database {
   pool: pg.Pool;

@@ -2,6 +2,7 @@ import { and, asc, desc, eq, ilike, sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
 import pg from 'pg';
 import { AppError } from '@vap/shared';
+import { poolOf } from '../../db/database.js';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { PreparedPages } from '../../db/page-query.js';
@@ -209,7 +210,7 @@ function listShape(q: ListAgentsQuery, tagsMatch: 'all' | 'any' | null): ListSpe
 
 /** Every query is scoped by tenant: another tenant's agent is indistinguishable from a missing one. */
 export class AgentRepository {
-  /** The pool behind `db` (drizzle's node-postgres driver exposes it as `$client`). */
+  /** The pool behind `db`. */
   private readonly pool: pg.Pool;
   /** The last row {@link find} parsed per agent id, with the raw text it came from (LRU). */
   private readonly parsed = new Map<string, { raw: Array<string | null>; row: AgentRow }>();
@@ -221,7 +222,7 @@ export class AgentRepository {
   private readonly statements: ShapedStatements;
 
   constructor(private readonly db: Db) {
-    this.pool = (db as Db & { $client: pg.Pool }).$client;
+    this.pool = poolOf(db);
     this.pages = new PreparedPages(db, agents);
     this.statements = new ShapedStatements(this.pool);
   }
@@ -303,7 +304,8 @@ export class AgentRepository {
       .filter(Boolean);
     const tagsMatch = tags.length === 0 ? null : q.tagsMatch === 'all' ? 'all' : 'any';
     if (tagsMatch) values.tags = tags;
-    const key = `${q.status ? 's' : ''}${q.search ? 'q' : ''}${tagsMatch ?? ''}|${q.sortBy}|${q.sortOrder}`;
+    // The shape: which values listShape needs placeholders for, how tags match, the sort.
+    const key = `${Object.keys(values).join(',')}|${tagsMatch}|${q.sortBy}|${q.sortOrder}`;
     return this.pages.page(key, () => listShape(q, tagsMatch), values, q);
   }
 

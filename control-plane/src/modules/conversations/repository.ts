@@ -1,8 +1,8 @@
 import { and, arrayContains, asc, desc, eq, gte, isNotNull, lt, lte, notInArray, sql } from 'drizzle-orm';
 import type { SQL } from 'drizzle-orm';
-import type pg from 'pg';
 import type { z } from 'zod';
 import type { sessionMessageSchema, transcriptTurnSchema } from '@vap/shared';
+import { poolOf } from '../../db/database.js';
 import type { Db } from '../../db/database.js';
 import { PreparedPages } from '../../db/page-query.js';
 import type { ListSpec } from '../../db/page-query.js';
@@ -164,7 +164,7 @@ export class ConversationRepository {
 
   constructor(private readonly db: Db) {
     this.pages = new PreparedPages(db, conversations);
-    this.statements = new ShapedStatements((db as Db & { $client: pg.Pool }).$client);
+    this.statements = new ShapedStatements(poolOf(db));
   }
 
   /** Runs SQL outside any transaction (an event with no state change to join). */

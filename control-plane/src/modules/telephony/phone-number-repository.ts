@@ -1,6 +1,7 @@
 import { and, asc, count, desc, eq, getTableColumns, isNull, or, sql } from 'drizzle-orm';
 import pg from 'pg';
 import { AppError } from '@vap/shared';
+import { poolOf } from '../../db/database.js';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { agents } from '../../db/schema/agents.js';
@@ -79,7 +80,7 @@ export class PhoneNumberRepository {
    * Closing that connection releases the lock whatever happened.
    */
   async withPurchaseLock<T>(phoneNumber: string, fn: () => Promise<T>): Promise<{ busy: true } | { busy: false; value: T }> {
-    const client = new pg.Client((this.db as Db & { $client: pg.Pool }).$client.options);
+    const client = new pg.Client(poolOf(this.db).options);
     client.on('error', () => undefined);
     try {
       await client.connect();
