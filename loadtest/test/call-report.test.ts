@@ -324,6 +324,14 @@ describe('renderCallReportHtml', () => {
     expect(html).toMatch(/<td>gateway Node flags<\/td>\s*<td>--max-semi-space-size=64 --trace-gc<\/td>/);
   });
 
+  it('shows what the gateway did with V8\'s heap growth, and V8\'s own for reports before the setting', () => {
+    const row = (html: string) => /<td>gateway V8 heap growth<\/td>\s*<td>([^<]*)<\/td>/.exec(html)?.[1];
+    expect(row(renderCallReportHtml(withEdit((r) => (r.settings.heapGrowth = { kind: 'set', percent: 200 }))))).toBe('200 % (GATEWAY_HEAP_GROWING_PERCENT)');
+    expect(row(renderCallReportHtml(withEdit((r) => (r.settings.heapGrowth = { kind: 'node-flag', flag: '--heap-growing-percent=0' }))))).toBe('Node&#39;s --heap-growing-percent=0');
+    expect(row(renderCallReportHtml(withEdit((r) => (r.settings.heapGrowth = { kind: 'v8-default' }))))).toBe('V8&#39;s own (GATEWAY_HEAP_GROWING_PERCENT=0)');
+    expect(row(renderCallReportHtml(withEdit((r) => delete r.settings.heapGrowth)))).toBe('V8&#39;s own (reports before the setting)');
+  });
+
   it('colours a failed target and names it in the summary', () => {
     const html = renderCallReportHtml(
       withEdit((r) => {

@@ -60,6 +60,8 @@ describe('pnpm bench:calls', () => {
 
     expect(report.kind).toBe('call-bench');
     expect(report.settings).toMatchObject({ calls: 3, rampSec: 2, steadySec: 4, workers: 1, relay: true, sttLatencyMs: 0, pipelineThreads: 1 });
+    // The gateway's default (GATEWAY_HEAP_GROWING_PERCENT), as the gateway process reported it.
+    expect(report.settings.heapGrowth).toEqual({ kind: 'set', percent: 200 });
     const gw = report.gateway;
     expectMeasured(gw, 3);
     expect(gw.calls.completed).toBe(gw.calls.planned);

@@ -4,6 +4,7 @@ import type { ObjectStoreConfig } from '@vap/shared';
 import { ELEVENLABS_WEBSOCKETS } from '@vap/voice-pipeline';
 import type { ElevenLabsWebSocket } from '@vap/voice-pipeline';
 import { DEFAULT_OVERLOAD_LAG_MS } from './admission.js';
+import { DEFAULT_HEAP_GROWING_PERCENT, MAX_HEAP_GROWING_PERCENT, explicitHeapGrowingFlag } from './heap-growth.js';
 
 const optionalText = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
 const optionalUrl = z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http(s) URL' }).optional().or(z.literal('').transform(() => undefined));
@@ -63,6 +64,10 @@ export const gatewayConfigSchema = z.object({
   // /readyz 503) and lets the calls it carries go on until they end, for this long at most, ms;
   // then it ends those left. A second signal ends them at once. 0: end them at once.
   GATEWAY_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).max(86_400_000).default(DEFAULT_DRAIN_TIMEOUT_MS),
+  // How far V8 lets the process's old generation grow past what the last full GC left, percent
+  // (heap-growth.ts): fewer full GCs stopping the loop that paces the frames. 0: V8's own
+  // heuristic. A --heap-growing-percent given to Node itself (NODE_OPTIONS) wins.
+  GATEWAY_HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(MAX_HEAP_GROWING_PERCENT).default(DEFAULT_HEAP_GROWING_PERCENT),
   // Bearer token GET /metrics requires (shared with the control plane). Unset: /metrics is public like /healthz.
   METRICS_TOKEN: optionalText,
   // The recording store, read by objectStoreConfigFromEnv (shared with the control plane).
@@ -106,6 +111,10 @@ export interface GatewayConfig {
   overloadLagMs?: number;
   /** How long, ms, the calls carried may go on after a shutdown signal (`MediaGateway.drain`). Absent: {@link DEFAULT_DRAIN_TIMEOUT_MS}. */
   drainTimeoutMs?: number;
+  /** V8's old-generation growth for the process, percent (`heap-growth.ts`); 0: V8's own. Absent: {@link DEFAULT_HEAP_GROWING_PERCENT}. */
+  heapGrowingPercent?: number;
+  /** The `--heap-growing-percent` Node itself was started with (its arguments or `NODE_OPTIONS`), which wins over `heapGrowingPercent`. */
+  heapGrowingNodeFlag?: string | undefined;
 }
 
 export function loadGatewayConfig(env: Record<string, string | undefined> = process.env): GatewayConfig {
@@ -144,5 +153,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined> = proc
     maxCalls: e.GATEWAY_MAX_CALLS,
     overloadLagMs: e.GATEWAY_OVERLOAD_LAG_MS,
     drainTimeoutMs: e.GATEWAY_DRAIN_TIMEOUT_MS,
+    heapGrowingPercent: e.GATEWAY_HEAP_GROWING_PERCENT,
+    heapGrowingNodeFlag: explicitHeapGrowingFlag({ execArgv: process.execArgv, nodeOptions: env['NODE_OPTIONS'] }),
   });
 }

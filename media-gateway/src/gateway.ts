@@ -11,6 +11,8 @@ import type { CallLeg } from './call-leg.js';
 import { CallSessions } from './call-sessions.js';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from './config.js';
 import type { GatewayConfig } from './config.js';
+import { DEFAULT_HEAP_GROWING_PERCENT, applyHeapGrowingPercent, explicitHeapGrowingFlag } from './heap-growth.js';
+import type { HeapGrowth } from './heap-growth.js';
 import { GatewayMetrics } from './metrics/gateway-metrics.js';
 import { EncoderPool } from './recording/encoder-pool.js';
 import { PipelineThreads } from './pipeline-threads/pipeline-threads.js';
@@ -46,6 +48,8 @@ export interface MediaGateway {
   readonly providers: ProviderRuntime;
   /** This gateway's Prometheus metrics (served with the process metrics at `GET /metrics`). */
   readonly metrics: GatewayMetrics;
+  /** What the gateway did with V8's heap growth at its start (`heap-growth.ts`; one setting for the whole process). */
+  readonly heapGrowth: HeapGrowth;
   /**
    * Shutdown's first step: from now on every new call is refused (503 at the upgrade, reason
    * `draining`; `/readyz` 503), while the calls carried go on until they end, `timeoutMs` pass
@@ -83,6 +87,10 @@ export async function startMediaGateway(
     pipelineWorkerUrl?: URL;
   },
 ): Promise<MediaGateway> {
+  // Before the pipeline threads start; the flag is the process's, their isolates' too.
+  // A config not from loadGatewayConfig still leaves a flag on Node's command line alone.
+  const heapGrowth = applyHeapGrowingPercent(config.heapGrowingPercent ?? DEFAULT_HEAP_GROWING_PERCENT, 'heapGrowingNodeFlag' in config ? config.heapGrowingNodeFlag : explicitHeapGrowingFlag({ execArgv: process.execArgv, nodeOptions: undefined }));
+  deps.logger.debug({ heapGrowth }, 'V8 heap growth');
   const app: FastifyInstance = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), clientErrorHandler: gatewayClientError });
   registerGatewayProblems(app);
   const invalidated = new Set<string>();
@@ -217,5 +225,5 @@ export async function startMediaGateway(
     throw err;
   }
   sessions?.startHeartbeat();
-  return { app, url, invalidatedAgents: invalidated, gatewayId, sessions, providers, metrics, drain, close };
+  return { app, url, invalidatedAgents: invalidated, gatewayId, sessions, providers, metrics, heapGrowth, drain, close };
 }

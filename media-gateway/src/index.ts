@@ -4,3 +4,4 @@ export { startMediaGateway } from './gateway.js';
 export { admissionLimits } from './admission.js';
 export type { AdmissionLimits } from './admission.js';
 export type { MediaGateway } from './gateway.js';
+export type { HeapGrowth } from './heap-growth.js';

@@ -15,7 +15,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import type { AdmissionLimits } from '@vap/media-gateway';
+import type { AdmissionLimits, HeapGrowth } from '@vap/media-gateway';
 import { parsePrometheusText } from '@vap/shared';
 import { loadOrExit } from '../config.js';
 import { machineInfo } from '../machine-info.js';
@@ -25,6 +25,7 @@ import { buildCallReport, medianCallMs, planSlots, targetRun, withTargets } from
 import { loadCallBenchConfig } from './call-config.js';
 import type { CallBenchConfig } from './call-config.js';
 import { checkTargets, formatCallTable, renderCallReportHtml } from './call-report.js';
+import { heapGrowthText } from './call-results.js';
 import type { GeneratorFigures, TargetRun } from './call-results.js';
 import { scriptForReport } from './call-script.js';
 import { Child } from './child.js';
@@ -90,7 +91,7 @@ async function scrapeAt(url: string | null, at: number): Promise<TimedScrape | n
   return (await scrape(url).catch(() => null))?.timed ?? null;
 }
 
-async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null; ttsWebSocket: string | null; admission: AdmissionLimits | null; perfText: string | null }> {
+async function runTarget(config: CallBenchConfig, started: Started, target: ServerTarget, simsProcess: Child<ToSims, SimsMessage>, providers: Promise<Providers>, relayCallMs: number): Promise<{ run: TargetRun; records: CallRecord[]; lines: string[]; pipelineThreads: number | null; ttsWebSocket: string | null; admission: AdmissionLimits | null; heapGrowth: HeapGrowth | null; perfText: string | null }> {
   // The caller processes and the server start side by side: each takes seconds to load.
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
@@ -157,7 +158,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
       generator[i] = { cpuPercent: m.cpuPercent, loopDelayP99Ms: m.loopDelayP99Ms };
     });
   });
-  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s${ready.pipelineThreads === null ? '' : `, pipeline threads ${ready.pipelineThreads}`}${ready.ttsWebSocket === null ? '' : `, ElevenLabs ${ready.ttsWebSocket}`}${ready.admission === null ? '' : `, GATEWAY_MAX_CALLS ${ready.admission.maxCalls}, GATEWAY_OVERLOAD_LAG_MS ${ready.admission.overloadLagMs}`}${target === 'gateway' && config.gatewayNodeFlags.length > 0 ? `, node flags ${config.gatewayNodeFlags.join(' ')}` : ''}`);
+  progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s${ready.pipelineThreads === null ? '' : `, pipeline threads ${ready.pipelineThreads}`}${ready.ttsWebSocket === null ? '' : `, ElevenLabs ${ready.ttsWebSocket}`}${ready.admission === null ? '' : `, GATEWAY_MAX_CALLS ${ready.admission.maxCalls}, GATEWAY_OVERLOAD_LAG_MS ${ready.admission.overloadLagMs}`}${ready.heapGrowth === null ? '' : `, heap growth ${heapGrowthText(ready.heapGrowth)}`}${target === 'gateway' && config.gatewayNodeFlags.length > 0 ? `, node flags ${config.gatewayNodeFlags.join(' ')}` : ''}`);
   const ticker = setInterval(() => {
     const last = samples.at(-1);
     const failed = records.filter((r) => r.failure).length;
@@ -214,7 +215,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     const end = gatewayEnds.get(r.callSid);
     return JSON.stringify({ target, ...r, frameGapsMs: undefined, steadyFrameGapsMs: undefined, gateway: end ? { status: end.status, endReason: end.endReason, turnMetrics: end.turnMetrics } : null });
   });
-  return { run, records, lines, pipelineThreads: ready.pipelineThreads, ttsWebSocket: ready.ttsWebSocket, admission: ready.admission, perfText };
+  return { run, records, lines, pipelineThreads: ready.pipelineThreads, ttsWebSocket: ready.ttsWebSocket, admission: ready.admission, heapGrowth: ready.heapGrowth, perfText };
 }
 
 /** The recording's file once `perf` has written it; null (with a line on the terminal) when there was none or it failed. */
@@ -274,7 +275,7 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
 
   const base = buildCallReport({
     startedAt,
-    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, pipelineThreads: gateway.pipelineThreads, ttsWebSocket: gateway.ttsWebSocket, admission: gateway.admission, gatewayNodeFlags: [...config.gatewayNodeFlags], script: scriptForReport() },
+    settings: { calls: config.calls, rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, sttLatencyMs: config.sttLatencyMs, relay: config.relay, pipelineThreads: gateway.pipelineThreads, ttsWebSocket: gateway.ttsWebSocket, admission: gateway.admission, heapGrowth: gateway.heapGrowth, gatewayNodeFlags: [...config.gatewayNodeFlags], script: scriptForReport() },
     machine: machineInfo(),
     cores: os.availableParallelism(),
     gateway: gateway.run,

@@ -6,7 +6,7 @@
  * Times are milliseconds unless a name says otherwise. A distribution of no samples has
  * `count: 0` and null figures (JSON has no NaN).
  */
-import type { AdmissionLimits } from '@vap/media-gateway';
+import type { AdmissionLimits, HeapGrowth } from '@vap/media-gateway';
 import type { MachineInfo } from '../report.js';
 
 /** Percentiles of a set of samples (nearest rank, so each is an observed value). */
@@ -232,10 +232,26 @@ export interface CallBenchSettings {
   ttsWebSocket?: string | null;
   /** The gateway's admission limits as it ran (`--max-calls`, `--overload-lag-ms`; 0: that rule off). */
   admission: AdmissionLimits | null;
+  /** What the gateway did with V8's heap growth (`GATEWAY_HEAP_GROWING_PERCENT`); absent in reports written before it was a setting (then V8's own). */
+  heapGrowth?: HeapGrowth | null;
   /** Node and V8 flags the gateway's process ran with (`--gateway-node-flags`); empty: none. */
   gatewayNodeFlags: string[];
   /** What each caller says, in order (the barge-in line marked). */
   script: string[];
+}
+
+/** The gateway's heap growth in words, for the terminal and the HTML report. */
+export function heapGrowthText(growth: HeapGrowth | null | undefined): string {
+  if (growth === undefined) return "V8's own (reports before the setting)";
+  if (growth === null) return '-';
+  switch (growth.kind) {
+    case 'set':
+      return `${growth.percent} % (GATEWAY_HEAP_GROWING_PERCENT)`;
+    case 'node-flag':
+      return `Node's ${growth.flag}`;
+    case 'v8-default':
+      return "V8's own (GATEWAY_HEAP_GROWING_PERCENT=0)";
+  }
 }
 
 /** The file `pnpm bench:calls` writes. */

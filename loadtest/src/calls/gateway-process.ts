@@ -83,7 +83,7 @@ async function start(opts: ServerStart): Promise<BenchServer> {
   const logFile = opts.logFile === null ? null : pino.destination({ dest: opts.logFile, sync: false, mkdir: true });
   const gateway: MediaGateway = await startMediaGateway(config, { bus, logger: logFile === null ? pino({ level: 'silent' }) : pino({ level: 'debug' }, logFile) });
   return {
-    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId, pipelineThreads: config.pipelineThreads, ttsWebSocket: config.providers.elevenlabs.websocket, admission: admissionLimits(config) },
+    ready: { streamUrl: gateway.url.replace(/^http/, 'ws') + TWILIO_STREAM_PATH, metricsUrl: `${gateway.url}/metrics`, agentId, tenantId, pipelineThreads: config.pipelineThreads, ttsWebSocket: config.providers.elevenlabs.websocket, admission: admissionLimits(config), heapGrowth: gateway.heapGrowth },
     activeCalls: () => gateway.sessions?.activeCalls ?? 0,
     close: async () => {
       await gateway.close();

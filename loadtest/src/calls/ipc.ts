@@ -4,7 +4,7 @@
  * Every child is forked with `serialization: 'advanced'` (structured clone), so arrays of
  * numbers cross without JSON.
  */
-import type { AdmissionLimits } from '@vap/media-gateway';
+import type { AdmissionLimits, HeapGrowth } from '@vap/media-gateway';
 import type { Payload } from '@vap/shared';
 import type { ElevenLabsWebSocket } from '@vap/voice-pipeline';
 import type { CallFailure } from './call-results.js';
@@ -84,7 +84,7 @@ export interface GatewayCallEnd {
 
 export type ServerMessage =
   /** Listening; `streamUrl` is the Twilio media-stream WebSocket URL, `agentId`/`tenantId` what the stream's custom parameters must carry, `pipelineThreads` the gateway's PIPELINE_THREADS and `admission` its limits as it runs (null: the relay). */
-  | { kind: 'ready'; streamUrl: string; metricsUrl: string | null; agentId: string; tenantId: string; pipelineThreads: number | null; ttsWebSocket: ElevenLabsWebSocket | null; admission: AdmissionLimits | null }
+  | { kind: 'ready'; streamUrl: string; metricsUrl: string | null; agentId: string; tenantId: string; pipelineThreads: number | null; ttsWebSocket: ElevenLabsWebSocket | null; admission: AdmissionLimits | null; heapGrowth: HeapGrowth | null }
   | { kind: 'sample'; sample: RawSample }
   | { kind: 'callEnded'; call: GatewayCallEnd }
   /** After `stop`: the steady-state loop delay, then the process exits. */

@@ -9,7 +9,7 @@ import { runBenchServer } from './server-lifecycle.js';
 runBenchServer(async () => {
   const relay = await startRelayServer();
   return {
-    ready: { streamUrl: relay.streamUrl, metricsUrl: null, agentId: 'relay', tenantId: 'relay', pipelineThreads: null, ttsWebSocket: null, admission: null },
+    ready: { streamUrl: relay.streamUrl, metricsUrl: null, agentId: 'relay', tenantId: 'relay', pipelineThreads: null, ttsWebSocket: null, admission: null, heapGrowth: null },
     activeCalls: () => relay.activeCalls,
     close: () => relay.close(),
   };

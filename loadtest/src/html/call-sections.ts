@@ -2,6 +2,7 @@
  * The sections of the call benchmark's HTML page (see `renderCallReportHtml` in
  * `calls/call-report.ts`), each built from the inline SVG charts.
  */
+import { heapGrowthText } from '../calls/call-results.js';
 import type { CallBenchReport, Distribution, Measured, TargetCheck, TargetRun } from '../calls/call-results.js';
 import { DESIGNED_LEAD_GAPS, latePer10kText, withinShare } from '../calls/frame-gaps.js';
 import { fixed } from '../report.js';
@@ -235,6 +236,7 @@ function settings(report: CallBenchReport): PageSection {
     ['bare relay baseline', s.relay ? 'yes' : 'no'],
     ['gateway pipeline threads', s.pipelineThreads === null ? '-' : s.pipelineThreads === 0 ? '0 (pipelines on the event loop)' : String(s.pipelineThreads)],
     ['gateway ElevenLabs socket', s.ttsWebSocket === undefined ? 'stream-input (reports before the setting)' : (s.ttsWebSocket ?? '-')],
+    ['gateway V8 heap growth', heapGrowthText(s.heapGrowth)],
     ['gateway Node flags', s.gatewayNodeFlags.length > 0 ? s.gatewayNodeFlags.join(' ') : 'none'],
     ['machine', `${m.cpus} × ${m.cpuModel}`],
     ['runtime', `Node ${m.node}, ${m.platform} ${m.arch}`],

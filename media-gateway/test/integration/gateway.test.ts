@@ -61,6 +61,21 @@ describe('media gateway', () => {
     await exercise(bus, bus);
   });
 
+  it('sets the process\'s V8 heap growth from its configuration at start, and says so', async () => {
+    const gw = await startMediaGateway(loadGatewayConfig({ GATEWAY_PORT: '0', GATEWAY_HEAP_GROWING_PERCENT: '150' }), { bus: new InProcessBus(), logger });
+    try {
+      expect(gw.heapGrowth).toEqual({ kind: 'set', percent: 150 });
+    } finally {
+      await gw.close();
+    }
+    const untouched = await startMediaGateway({ ...loadGatewayConfig({ GATEWAY_PORT: '0' }), heapGrowingPercent: 0 }, { bus: new InProcessBus(), logger });
+    try {
+      expect(untouched.heapGrowth).toEqual({ kind: 'v8-default' });
+    } finally {
+      await untouched.close();
+    }
+  });
+
   it.skipIf(!natsUrl)('hears the control plane over a real NATS server', async () => {
     const gwBus = await NatsBus.connect(natsUrl!, { name: 'gw-test', subjectPrefix: SUBJECT_PREFIX });
     const cpBus = await NatsBus.connect(natsUrl!, { name: 'cp-test', subjectPrefix: SUBJECT_PREFIX });
