@@ -28,6 +28,8 @@ export type LegEndReason = 'hangup' | 'socket-lost' | 'local';
 const CLOSE_HANDSHAKE_TIMEOUT_MS = 2000;
 /** Bad messages logged at `warn` per stream; the rest go to `debug` so a broken peer cannot flood the log. */
 const WARN_BUDGET = 5;
+/** ws options for a text frame given as bytes (one object for every send). */
+const TEXT_FRAME = Object.freeze({ binary: false });
 
 function bump(map: Map<string, number>, name: string, by = 1): void {
   map.set(name, (map.get(name) ?? 0) + by);
@@ -49,6 +51,8 @@ export interface LegWire {
    * binary frame.
    */
   media(bytes: Buffer, start: number, end: number): string | Uint8Array;
+  /** `media` gives the UTF-8 bytes of a text message (sent as a text frame), not a binary frame's payload. */
+  mediaIsText?: boolean;
   /**
    * The carrier's mark and clear text messages. Null for a carrier that has none (Vonage):
    * marks are then reported by the {@link LocalMarkPlayout} model, a clear or pause recalls
@@ -86,6 +90,8 @@ export abstract class PacedCallLeg implements CallLeg {
   protected readonly log: Logger;
   private readonly stream: PacedStream;
   private readonly wire: LegWire;
+  /** How `wire.media`'s frames are sent: as text for a carrier whose text messages it builds as bytes. */
+  private readonly mediaSendOptions: { binary: boolean } | undefined;
   private readonly audioListeners: ((mulaw: Uint8Array) => void)[] = [];
   private readonly dtmfListeners: ((digit: string) => void)[] = [];
   private readonly markListeners: ((name: string) => void)[] = [];
@@ -108,10 +114,11 @@ export abstract class PacedCallLeg implements CallLeg {
     this.parameters = Object.freeze({ ...opts.parameters });
     this.log = opts.log;
     this.wire = opts.wire;
+    this.mediaSendOptions = opts.wire.mediaIsText ? TEXT_FRAME : undefined;
     this.local = opts.wire.marks ? null : new LocalMarkPlayout((name) => this.deliverMarkEcho(name));
     this.stream = opts.pacer.register({
       sendFrame: (bytes, offset) => {
-        if (!this.send(this.wire.media(bytes, offset, offset + FRAME_BYTES))) return;
+        if (!this.send(this.wire.media(bytes, offset, offset + FRAME_BYTES), this.mediaSendOptions)) return;
         if (!this.local && this.sentListeners.length === 0) return;
         const at = performance.now();
         this.local?.frameSent(at);
@@ -329,9 +336,10 @@ export abstract class PacedCallLeg implements CallLeg {
   }
 
   /** False when the socket is no longer open (nothing was sent). A string goes as a text frame, bytes as a binary one. */
-  private send(data: string | Uint8Array): boolean {
+  private send(data: string | Uint8Array, options?: { binary: boolean }): boolean {
     if (this.socket.readyState !== WebSocket.OPEN) return false;
-    this.socket.send(data);
+    if (options) this.socket.send(data, options);
+    else this.socket.send(data);
     return true;
   }
 

@@ -80,13 +80,6 @@ function wellFormedInboundMedia(value: Record<string, unknown>): TwilioInbound |
   return value as TwilioInbound;
 }
 
-/** What the gateway reads from an inbound `media` message. */
-export interface InboundMediaFields {
-  streamSid: string;
-  track: string;
-  payload: string;
-}
-
 /** Characters that make a JSON text need the full parser: escapes, and raw control characters (invalid JSON). */
 // eslint-disable-next-line no-control-regex -- matching raw control characters is the point: JSON.parse rejects them
 const NEEDS_PARSER = /[\u0000-\u001f\\]/;
@@ -97,60 +90,148 @@ const COMMA = 0x2c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 
-const keyIs = (text: string, start: number, end: number, name: string): boolean => end - start === name.length && text.startsWith(name, start);
+/** The base64 alphabet (RFC 4648 §4) as byte codes. */
+const BASE64_CODES = Uint8Array.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/', (c) => c.charCodeAt(0));
+const PAD = 0x3d;
+
+const MEDIA_PREFIX_BYTES = Buffer.from(MEDIA_PREFIX, 'latin1');
+const KEY_MEDIA = Buffer.from('media', 'latin1');
+const KEY_PAYLOAD = Buffer.from('payload', 'latin1');
+const KEY_TRACK = Buffer.from('track', 'latin1');
+const KEY_CHUNK = Buffer.from('chunk', 'latin1');
+const KEY_TIMESTAMP = Buffer.from('timestamp', 'latin1');
+const KEY_STREAM_SID = Buffer.from('streamSid', 'latin1');
+const KEY_SEQUENCE_NUMBER = Buffer.from('sequenceNumber', 'latin1');
+const KEY_EVENT = Buffer.from('event', 'latin1');
+const TRACK_INBOUND = Buffer.from('inbound', 'latin1');
+const BACKSLASH = 0x5c;
+
+/** `bytes[start, end)` equals `word`. */
+function bytesAre(bytes: Uint8Array, start: number, end: number, word: Uint8Array): boolean {
+  if (end - start !== word.length) return false;
+  for (let k = 0; k < word.length; k++) if (bytes[start + k] !== word[k]) return false;
+  return true;
+}
+
+/** No escape, raw control character or non-ASCII byte in `bytes[start, end)`: the text the string scanner would read there, byte for byte. */
+function plainAscii(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let k = start; k < end; k++) {
+    const c = bytes[k]!;
+    if (c < 0x20 || c === BACKSLASH || c >= 0x80) return false;
+  }
+  return true;
+}
+
+/** base64 digit of each byte code; -1 for any other byte. */
+const BASE64_DIGITS = (() => {
+  const digits = new Int8Array(256).fill(-1);
+  BASE64_CODES.forEach((code, digit) => (digits[code] = digit));
+  return digits;
+})();
 
 /**
- * The inbound hot path without `JSON.parse`: a `media` message in the compact layout
- * Twilio sends (`{"event":"media",` first, no whitespace, every value a string without
- * escapes except the `media` object, whose values are such strings too) gives the three
- * fields the gateway reads, by `indexOf` over the text. Anything else, including a
- * duplicate known key, returns `null`, and the caller uses {@link parseTwilioMessage}.
- * Where it answers, it equals that parse (tests: twilio-serializer-fast.test.ts).
+ * Strict base64 (padded, alphabet only) of `text[start, end)` decoded into a new Buffer, or
+ * null for anything else (the caller then decodes leniently, as Node does).
  */
-export function scanInboundMedia(text: string): InboundMediaFields | null {
-  if (!text.startsWith(MEDIA_PREFIX) || NEEDS_PARSER.test(text)) return null;
-  let streamSid: string | undefined;
-  let payload: string | undefined;
-  let track: string | undefined;
+function decodeStrictBase64(text: Uint8Array, start: number, end: number): Buffer | null {
+  const length = end - start;
+  if (length % 4 !== 0) return null;
+  let pads = 0;
+  if (length > 0 && text[end - 1] === PAD) pads = text[end - 2] === PAD ? 2 : 1;
+  const out = Buffer.allocUnsafe((length / 4) * 3 - pads);
+  let o = 0;
+  const whole = pads > 0 ? end - 4 : end;
+  for (let i = start; i < whole; i += 4) {
+    const a = BASE64_DIGITS[text[i]!]!;
+    const b = BASE64_DIGITS[text[i + 1]!]!;
+    const c = BASE64_DIGITS[text[i + 2]!]!;
+    const d = BASE64_DIGITS[text[i + 3]!]!;
+    if ((a | b | c | d) < 0) return null;
+    const n = (a << 18) | (b << 12) | (c << 6) | d;
+    out[o] = n >>> 16;
+    out[o + 1] = (n >>> 8) & 255;
+    out[o + 2] = n & 255;
+    o += 3;
+  }
+  if (pads > 0) {
+    const a = BASE64_DIGITS[text[whole]!]!;
+    const b = BASE64_DIGITS[text[whole + 1]!]!;
+    const c = pads === 1 ? BASE64_DIGITS[text[whole + 2]!]! : 0;
+    if ((a | b | c) < 0) return null;
+    const n = (a << 18) | (b << 12) | (c << 6);
+    out[o] = n >>> 16;
+    if (pads === 1) out[o + 1] = (n >>> 8) & 255;
+  }
+  return out;
+}
+
+/** {@link readInboundMediaBytes}: a `media` message of another stream (the leg rejects it). */
+export const OTHER_STREAM = 'other-stream';
+/** {@link readInboundMediaBytes}: a `media` message of a track other than `inbound` (ignored). */
+export const OTHER_TRACK = 'other-track';
+
+/**
+ * The inbound hot path (50 `media` messages a second per call), over the message's bytes as
+ * the socket received them, for the stream `streamSid` (its UTF-8 bytes): no string and no
+ * `JSON.parse`. A `media` message in the compact layout Twilio sends (`{"event":"media",`
+ * first, no whitespace, every value a string of plain ASCII without escapes except the `media`
+ * object, whose values are such strings too, a strict base64 payload) gives the caller's audio
+ * decoded, {@link OTHER_STREAM} or {@link OTHER_TRACK}. Anything else, including a duplicate
+ * known key, returns null, and the caller parses the text ({@link parseTwilioMessage}), which
+ * names the problem. Where it answers, it equals that parse (tests: twilio-serializer-fast.test.ts).
+ */
+export function readInboundMediaBytes(bytes: Uint8Array, streamSid: Uint8Array): Buffer | typeof OTHER_STREAM | typeof OTHER_TRACK | null {
+  if (!bytesAre(bytes, 0, MEDIA_PREFIX_BYTES.length, MEDIA_PREFIX_BYTES)) return null;
+  const end = bytes.length;
+  let sidMatches = false;
+  let payloadStart = -1;
+  let payloadEnd = -1;
+  let inbound = true; // track defaults to inbound
   let seen = 0; // bits: 1 sequenceNumber, 2 streamSid, 4 media, 8 track, 16 chunk, 32 timestamp, 64 payload
   let nested = false;
-  let i = MEDIA_PREFIX.length;
+  let i = MEDIA_PREFIX_BYTES.length;
   for (;;) {
-    if (text.charCodeAt(i) !== QUOTE) return null;
-    const keyEnd = text.indexOf('"', i + 1);
-    if (keyEnd < 0 || text.charCodeAt(keyEnd + 1) !== COLON) return null;
+    if (bytes[i] !== QUOTE) return null;
+    const keyEnd = bytes.indexOf(QUOTE, i + 1);
+    if (keyEnd < 0 || bytes[keyEnd + 1] !== COLON) return null;
     const keyStart = i + 1;
+    if (!plainAscii(bytes, keyStart, keyEnd)) return null;
     let v = keyEnd + 2;
-    if (!nested && keyIs(text, keyStart, keyEnd, 'media')) {
-      if (seen & 4 || text.charCodeAt(v) !== OPEN_BRACE) return null;
+    if (!nested && bytesAre(bytes, keyStart, keyEnd, KEY_MEDIA)) {
+      if (seen & 4 || bytes[v] !== OPEN_BRACE) return null;
       seen |= 4;
       nested = true;
       i = v + 1;
       continue;
     }
-    if (text.charCodeAt(v) !== QUOTE) return null;
-    const valueEnd = text.indexOf('"', v + 1);
+    if (bytes[v] !== QUOTE) return null;
+    const valueEnd = bytes.indexOf(QUOTE, v + 1);
     if (valueEnd < 0) return null;
     v++;
     let bit = 0;
+    let isPayload = false;
     if (nested) {
-      if (keyIs(text, keyStart, keyEnd, 'payload')) {
+      if (bytesAre(bytes, keyStart, keyEnd, KEY_PAYLOAD)) {
         bit = 64;
-        payload = text.slice(v, valueEnd);
-      } else if (keyIs(text, keyStart, keyEnd, 'track')) {
+        isPayload = true;
+        payloadStart = v;
+        payloadEnd = valueEnd;
+      } else if (bytesAre(bytes, keyStart, keyEnd, KEY_TRACK)) {
         bit = 8;
-        track = text.slice(v, valueEnd);
-      } else if (keyIs(text, keyStart, keyEnd, 'chunk')) bit = 16;
-      else if (keyIs(text, keyStart, keyEnd, 'timestamp')) bit = 32;
-    } else if (keyIs(text, keyStart, keyEnd, 'streamSid')) {
+        inbound = bytesAre(bytes, v, valueEnd, TRACK_INBOUND);
+      } else if (bytesAre(bytes, keyStart, keyEnd, KEY_CHUNK)) bit = 16;
+      else if (bytesAre(bytes, keyStart, keyEnd, KEY_TIMESTAMP)) bit = 32;
+    } else if (bytesAre(bytes, keyStart, keyEnd, KEY_STREAM_SID)) {
       bit = 2;
-      streamSid = text.slice(v, valueEnd);
-    } else if (keyIs(text, keyStart, keyEnd, 'sequenceNumber')) bit = 1;
-    else if (keyIs(text, keyStart, keyEnd, 'event')) return null;
+      sidMatches = bytesAre(bytes, v, valueEnd, streamSid);
+    } else if (bytesAre(bytes, keyStart, keyEnd, KEY_SEQUENCE_NUMBER)) bit = 1;
+    else if (bytesAre(bytes, keyStart, keyEnd, KEY_EVENT)) return null;
+    // The payload is checked as it is decoded (its alphabet is plain ASCII).
+    if (!isPayload && !plainAscii(bytes, v, valueEnd)) return null;
     if (seen & bit) return null;
     seen |= bit;
     i = valueEnd + 1;
-    let c = text.charCodeAt(i);
+    let c = bytes[i];
     if (c === COMMA) {
       i++;
       continue;
@@ -158,15 +239,18 @@ export function scanInboundMedia(text: string): InboundMediaFields | null {
     if (c !== CLOSE_BRACE) return null;
     if (nested) {
       nested = false;
-      c = text.charCodeAt(++i);
+      c = bytes[++i];
       if (c === COMMA) {
         i++;
         continue;
       }
       if (c !== CLOSE_BRACE) return null;
     }
-    if (i !== text.length - 1 || streamSid === undefined || payload === undefined) return null;
-    return { streamSid, track: track ?? 'inbound', payload };
+    if (i !== end - 1 || !(seen & 2) || !(seen & 64)) return null;
+    if (sidMatches && inbound) return decodeStrictBase64(bytes, payloadStart, payloadEnd);
+    // Not decoded: its bytes are checked as every other value's are.
+    if (!plainAscii(bytes, payloadStart, payloadEnd)) return null;
+    return sidMatches ? OTHER_TRACK : OTHER_STREAM;
   }
 }
 
@@ -203,6 +287,56 @@ export function mediaMessage(streamSid: string, mulaw: Uint8Array): string {
 export function mediaMessageWriter(streamSid: string): (mulaw: Uint8Array, start?: number, end?: number) => string {
   const head = `{"event":"media","streamSid":${JSON.stringify(streamSid)},"media":{"payload":"`;
   return (mulaw, start, end) => head + toBase64(mulaw, start, end) + '"}}';
+}
+
+/** Length of the base64 text of `n` bytes, padding included. */
+export function base64Length(n: number): number {
+  return Math.ceil(n / 3) * 4;
+}
+
+/**
+ * Writes the base64 text (padded, as `Buffer#toString('base64')`) of `src[start, end)` into
+ * `out` from `offset` as ASCII bytes; returns the offset after it. No string is made: the
+ * outbound hot path builds each frame's message as bytes (#5).
+ */
+export function base64Into(src: Uint8Array, start: number, end: number, out: Uint8Array, offset: number): number {
+  let o = offset;
+  let i = start;
+  for (const whole = end - ((end - start) % 3); i < whole; i += 3) {
+    const n = (src[i]! << 16) | (src[i + 1]! << 8) | src[i + 2]!;
+    out[o] = BASE64_CODES[n >>> 18]!;
+    out[o + 1] = BASE64_CODES[(n >>> 12) & 63]!;
+    out[o + 2] = BASE64_CODES[(n >>> 6) & 63]!;
+    out[o + 3] = BASE64_CODES[n & 63]!;
+    o += 4;
+  }
+  const left = end - i;
+  if (left > 0) {
+    const n = (src[i]! << 16) | (left === 2 ? src[i + 1]! << 8 : 0);
+    out[o] = BASE64_CODES[n >>> 18]!;
+    out[o + 1] = BASE64_CODES[(n >>> 12) & 63]!;
+    out[o + 2] = left === 2 ? BASE64_CODES[(n >>> 6) & 63]! : PAD;
+    out[o + 3] = PAD;
+    o += 4;
+  }
+  return o;
+}
+
+const MEDIA_TAIL = Buffer.from('"}}', 'latin1');
+
+/**
+ * {@link mediaMessageWriter} as the UTF-8 bytes of the same text (send them as a text
+ * frame): the hot path's 50 frames a second per call, built without a string per frame
+ * (the base64 text, the concatenation and its flattening when the socket writes it).
+ */
+export function mediaFrameWriter(streamSid: string): (mulaw: Uint8Array, start?: number, end?: number) => Buffer {
+  const head = Buffer.from(`{"event":"media","streamSid":${JSON.stringify(streamSid)},"media":{"payload":"`, 'utf8');
+  return (mulaw, start = 0, end = mulaw.byteLength) => {
+    const out = Buffer.allocUnsafe(head.length + base64Length(end - start) + MEDIA_TAIL.length);
+    out.set(head, 0);
+    out.set(MEDIA_TAIL, base64Into(mulaw, start, end, out, head.length));
+    return out;
+  };
 }
 
 /** `mark` placed in Twilio's playback queue; echoed back once the audio before it played. */

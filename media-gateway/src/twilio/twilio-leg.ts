@@ -8,7 +8,7 @@ import type { RawData, WebSocket } from 'ws';
 import type { CallLeg } from '../call-leg.js';
 import { PacedCallLeg } from '../paced-call-leg.js';
 import type { OutboundPacer } from './pacer.js';
-import { clearMessage, decodeMediaPayload, markMessage, mediaMessageWriter, parseTwilioMessage, scanInboundMedia } from './serializer.js';
+import { OTHER_STREAM, OTHER_TRACK, clearMessage, decodeMediaPayload, markMessage, mediaFrameWriter, parseTwilioMessage, readInboundMediaBytes } from './serializer.js';
 import type { TwilioInbound, TwilioStart } from './wire.js';
 
 export { mediaStreamClosed } from '../paced-call-leg.js';
@@ -31,6 +31,8 @@ export class TwilioLeg extends PacedCallLeg implements CallLeg {
   readonly provider = 'twilio' as const;
   readonly accountSid: string;
   readonly streamSid: string;
+  /** Its UTF-8 bytes, compared with each `media` message's. */
+  private readonly streamSidBytes: Buffer;
   readonly tracks: readonly string[];
 
   constructor(opts: TwilioLegOptions) {
@@ -41,10 +43,11 @@ export class TwilioLeg extends PacedCallLeg implements CallLeg {
       log: opts.logger.child({ provider: 'twilio', callSid: s.callSid, streamSid: s.streamSid }),
       callSid: s.callSid,
       parameters: s.customParameters,
-      wire: { media: mediaMessageWriter(s.streamSid), marks: { mark: (name) => markMessage(s.streamSid, name), clear: () => clearMessage(s.streamSid) } },
+      wire: { media: mediaFrameWriter(s.streamSid), mediaIsText: true, marks: { mark: (name) => markMessage(s.streamSid, name), clear: () => clearMessage(s.streamSid) } },
     });
     this.accountSid = s.accountSid;
     this.streamSid = s.streamSid;
+    this.streamSidBytes = Buffer.from(s.streamSid, 'utf8');
     this.tracks = Object.freeze([...s.tracks]);
   }
 
@@ -53,15 +56,15 @@ export class TwilioLeg extends PacedCallLeg implements CallLeg {
       this.reject('invalid-shape', 'binary frame');
       return;
     }
-    const text = data.toString();
-    // 50 a second per call: the compact `media` layout is read without JSON.parse.
-    const media = scanInboundMedia(text);
-    if (media) {
-      if (media.streamSid !== this.streamSid) this.reject('invalid-shape', 'streamSid of another stream on media');
-      else if (media.track === 'inbound') this.deliverAudio(decodeMediaPayload(media.payload));
-      return;
+    // 50 a second per call: the compact `media` layout is read from the received bytes,
+    // without a string; everything else is parsed as text.
+    if (Buffer.isBuffer(data)) {
+      const audio = readInboundMediaBytes(data, this.streamSidBytes);
+      if (audio === OTHER_STREAM) this.reject('invalid-shape', 'streamSid of another stream on media');
+      else if (audio !== null && audio !== OTHER_TRACK) this.deliverAudio(audio);
+      if (audio !== null) return;
     }
-    const msg = parseTwilioMessage(text, (reason, detail) => this.reject(reason, detail));
+    const msg = parseTwilioMessage(data.toString(), (reason, detail) => this.reject(reason, detail));
     if (!msg) return;
     if (msg.event !== 'connected' && msg.streamSid !== this.streamSid) {
       this.reject('invalid-shape', `streamSid of another stream on ${msg.event}`);

@@ -4,7 +4,7 @@
  * characters, unicode, non-strings), duplicates, whitespace, and random byte mutations.
  */
 import { describe, expect, it } from 'vitest';
-import { inboundMediaMessage, mediaMessage, parseGatewayMessage, scanInboundMedia } from '../../src/twilio/serializer.js';
+import { OTHER_STREAM, OTHER_TRACK, inboundMediaMessage, mediaMessage, parseGatewayMessage, readInboundMediaBytes } from '../../src/twilio/serializer.js';
 import { twilioInboundSchema, twilioOutboundSchema } from '../../src/twilio/wire.js';
 
 /** mulberry32: a seeded generator, so a failure reproduces. */
@@ -93,40 +93,52 @@ function reference(text: string): { streamSid: string; track: string; payload: s
   return { streamSid: m.streamSid, track: m.media.track, payload: m.media.payload };
 }
 
-describe('scanInboundMedia', () => {
-  it('agrees with JSON.parse + the schema wherever it answers, over 30k generated and mutated messages', () => {
+describe('readInboundMediaBytes', () => {
+  /** What the leg does with a message of stream `sid` by the reference: its audio, or why not. */
+  function expected(text: string, sid: string): Buffer | typeof OTHER_STREAM | typeof OTHER_TRACK | null {
+    const ref = reference(text);
+    if (!ref) return null;
+    if (ref.streamSid !== sid) return OTHER_STREAM;
+    if (ref.track !== 'inbound') return OTHER_TRACK;
+    return Buffer.from(ref.payload, 'base64');
+  }
+
+  it('agrees with JSON.parse + the schema wherever it answers, over 30k generated and mutated messages as bytes', () => {
     const r = rng(5);
     let answered = 0;
-    let mediaByReference = 0;
+    let audioByReference = 0;
+    const outcomes = new Set<string>();
     for (let n = 0; n < 15_000; n++) {
       const base = inboundText(r);
       for (const text of [base, mutate(r, base)]) {
-        const fast = scanInboundMedia(text);
-        const ref = reference(text);
-        if (ref) mediaByReference++;
-        if (fast === null) continue;
+        const sid = r() < 0.8 ? 'MZabc' : 'MZother';
+        const want = expected(text, sid);
+        if (Buffer.isBuffer(want)) audioByReference++;
+        const got = readInboundMediaBytes(Buffer.from(text, 'utf8'), Buffer.from(sid, 'utf8'));
+        if (got === null) continue;
         answered++;
-        expect(fast, text).toEqual(ref);
+        outcomes.add(Buffer.isBuffer(got) ? 'audio' : got);
+        expect(got, text).toEqual(want);
       }
     }
-    // The generator is not vacuous: most valid media messages take the fast path.
-    expect(mediaByReference).toBeGreaterThan(5_000);
-    expect(answered).toBeGreaterThan(mediaByReference / 2);
+    // Not vacuous: most messages with audio take this path, and every outcome occurs.
+    expect(audioByReference).toBeGreaterThan(3_000);
+    expect(answered).toBeGreaterThan(audioByReference / 2);
+    expect([...outcomes].sort()).toEqual(['audio', OTHER_STREAM, OTHER_TRACK].sort());
   });
 
-  it('answers for the canonical layouts: the simulated caller and Twilio (§2.1, media before streamSid)', () => {
+  it('decodes the canonical layouts, and leaves escapes, duplicates, whitespace, non-ASCII and loose base64 to the text path', () => {
+    const sid = Buffer.from('MZ1');
     const mulaw = Uint8Array.from({ length: 160 }, (_, i) => (i * 37) & 0xff);
     const payload = Buffer.from(mulaw).toString('base64');
     const sim = inboundMediaMessage({ sequenceNumber: 3, streamSid: 'MZ1', chunk: 2, timestampMs: 20, mulaw });
     const twilio = `{"event":"media","sequenceNumber":"3","media":{"track":"inbound","chunk":"2","timestamp":"20","payload":"${payload}"},"streamSid":"MZ1"}`;
-    for (const text of [sim, twilio]) {
-      expect(scanInboundMedia(text)).toEqual({ streamSid: 'MZ1', track: 'inbound', payload });
-      expect(scanInboundMedia(text)).toEqual(reference(text));
+    for (const text of [sim, twilio]) expect([...(readInboundMediaBytes(Buffer.from(text), sid) as Buffer)]).toEqual([...mulaw]);
+    for (const [payloadText, bytes] of [['', []], ['AA==', [0]], ['AAE=', [0, 1]], ['AAEC', [0, 1, 2]]] as const) {
+      expect([...(readInboundMediaBytes(Buffer.from(`{"event":"media","streamSid":"MZ1","media":{"payload":"${payloadText}"}}`), sid) as Buffer)]).toEqual(bytes);
     }
-    expect(scanInboundMedia('{"event":"media","streamSid":"MZ1","media":{"payload":"AA=="}}')).toEqual({ streamSid: 'MZ1', track: 'inbound', payload: 'AA==' });
-  });
-
-  it('leaves escapes, duplicates, whitespace and non-string values to the parser', () => {
+    expect(readInboundMediaBytes(Buffer.from('{"event":"media","streamSid":"MZ2","media":{"payload":"AA=="}}'), sid)).toBe(OTHER_STREAM);
+    expect(readInboundMediaBytes(Buffer.from('{"event":"media","streamSid":"MZ1","media":{"track":"outbound","payload":"AA=="}}'), sid)).toBe(OTHER_TRACK);
     const odd = [
       '{"event":"media","streamSid":"MZ\\u0031","media":{"payload":"AA=="}}',
       '{"event":"media","streamSid":"MZ1","streamSid":"MZ2","media":{"payload":"AA=="}}',
@@ -136,8 +148,17 @@ describe('scanInboundMedia', () => {
       '{"event":"media","streamSid":"MZ1","media":{"payload":"AA==","chunk":1}}',
       '{"event":"media","streamSid":"MZ1","media":{"payload":"AA=="}} ',
       '{"event":"media","streamSid":"MZ1","media":{"payload":"AA=="},"media":{"payload":"AQ=="}}',
+      '{"event":"media","streamSid":"MZ1","media":{"payload":"AA"}}',
+      '{"event":"media","streamSid":"MZ1","media":{"payload":"A A="}}',
+      '{"event":"media","streamSid":"MZ1","media":{"payload":"AA=A"}}',
+      '{"event":"media","streamSid":"MZ1","media":{"track":"inbound","chunk":"é","payload":"AA=="}}',
+      '{"event":"media","streamSid":"MZ2","media":{"payload":"A\u0001A="}}',
+      '{"event":"media","streamSid":"MZ1","media":{"track":"outbound","payload":"AA\\"}}',
+      '{"event":"media","streamSid":"MZ1"',
+      '{"event":"media",',
+      '{"event":"medi',
     ];
-    for (const text of odd) expect(scanInboundMedia(text), text).toBeNull();
+    for (const text of odd) expect(readInboundMediaBytes(Buffer.from(text), sid), text).toBeNull();
   });
 });
 

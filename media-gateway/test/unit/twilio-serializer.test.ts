@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
 import {
+  base64Into,
+  base64Length,
   clearMessage,
   connectedMessage,
   decodeMediaPayload,
@@ -8,6 +11,7 @@ import {
   isSupportedMediaFormat,
   markEchoMessage,
   markMessage,
+  mediaFrameWriter,
   mediaMessage,
   mediaMessageWriter,
   parseGatewayMessage,
@@ -139,6 +143,41 @@ describe('Twilio serializer, gateway side', () => {
     expect(payload(write(Buffer.from(view.buffer, view.byteOffset, view.byteLength), 2, 5))).toEqual([3, 4, 5]);
     expect(payload(write(view))).toEqual([1, 2, 3, 4, 5, 6]);
     expect(toBase64(view, 4)).toBe(Buffer.from([5, 6]).toString('base64'));
+  });
+
+  it('writes base64 into bytes exactly as Node encodes it, for every length and offset', () => {
+    const src = randomBytes(400);
+    for (const [start, end] of [[0, 0], [0, 1], [0, 2], [0, 3], [5, 165], [1, 161], [7, 400], [399, 400], [0, 400]] as const) {
+      const out = Buffer.alloc(base64Length(end - start) + 9, 0x2a);
+      const after = base64Into(src, start, end, out, 5);
+      expect(after).toBe(5 + base64Length(end - start));
+      expect(out.toString('latin1', 5, after)).toBe(src.toString('base64', start, end));
+      // Nothing written outside its range.
+      expect([...out.subarray(0, 5), ...out.subarray(after)].every((b) => b === 0x2a)).toBe(true);
+    }
+  });
+
+  it('builds the bytes of the same text as mediaMessageWriter, for any stream id and range', () => {
+    const sids = [SID, 'MZ"quoted\\back', 'MZ été ✓', 'MZ\u0001ctl'];
+    for (const sid of sids) {
+      const asText = mediaMessageWriter(sid);
+      const asBytes = mediaFrameWriter(sid);
+      for (let n = 0; n < 40; n++) {
+        const chunk = randomBytes(1 + Math.floor(Math.random() * 500));
+        const start = Math.floor(Math.random() * chunk.length);
+        const end = start + Math.floor(Math.random() * (chunk.length - start + 1));
+        const bytes = asBytes(chunk, start, end);
+        expect(bytes.toString('utf8')).toBe(asText(chunk, start, end));
+        expect(JSON.parse(bytes.toString('utf8'))).toEqual({ event: 'media', streamSid: sid, media: { payload: chunk.toString('base64', start, end) } });
+      }
+      expect(asBytes(Buffer.from([1, 2, 3, 4])).toString()).toBe(asText(Buffer.from([1, 2, 3, 4])));
+    }
+    // Each frame its own bytes: the socket may still be writing the previous one.
+    const write = mediaFrameWriter(SID);
+    const first = write(Buffer.from([1, 2, 3]));
+    const copy = Buffer.from(first);
+    write(Buffer.from([4, 5, 6]));
+    expect(first.equals(copy)).toBe(true);
   });
 });
 
