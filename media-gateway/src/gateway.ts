@@ -89,7 +89,7 @@ export async function startMediaGateway(
 ): Promise<MediaGateway> {
   // Before the pipeline threads start; the flag is the process's, their isolates' too.
   // A config not from loadGatewayConfig still leaves a flag on Node's command line alone.
-  const heapGrowth = applyHeapGrowingPercent(config.heapGrowingPercent ?? DEFAULT_HEAP_GROWING_PERCENT, 'heapGrowingNodeFlag' in config ? config.heapGrowingNodeFlag : explicitHeapGrowingFlag({ execArgv: process.execArgv, nodeOptions: undefined }));
+  const heapGrowth = applyHeapGrowingPercent(config.heapGrowingPercent ?? DEFAULT_HEAP_GROWING_PERCENT, config.heapGrowingNodeFlag ?? explicitHeapGrowingFlag({ execArgv: process.execArgv, nodeOptions: undefined }));
   deps.logger.debug({ heapGrowth }, 'V8 heap growth');
   const app: FastifyInstance = Fastify({ loggerInstance: deps.logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }), clientErrorHandler: gatewayClientError });
   registerGatewayProblems(app);

@@ -30,6 +30,8 @@ const CLOSE_HANDSHAKE_TIMEOUT_MS = 2000;
 const WARN_BUDGET = 5;
 /** ws options for a text frame given as bytes (one object for every send). */
 const TEXT_FRAME = Object.freeze({ binary: false });
+/** ws's own choice: a string is a text frame, bytes a binary one. */
+const WS_DEFAULT_FRAME = Object.freeze({});
 
 function bump(map: Map<string, number>, name: string, by = 1): void {
   map.set(name, (map.get(name) ?? 0) + by);
@@ -91,7 +93,7 @@ export abstract class PacedCallLeg implements CallLeg {
   private readonly stream: PacedStream;
   private readonly wire: LegWire;
   /** How `wire.media`'s frames are sent: as text for a carrier whose text messages it builds as bytes. */
-  private readonly mediaSendOptions: { binary: boolean } | undefined;
+  private readonly mediaSendOptions: { binary?: boolean };
   private readonly audioListeners: ((mulaw: Uint8Array) => void)[] = [];
   private readonly dtmfListeners: ((digit: string) => void)[] = [];
   private readonly markListeners: ((name: string) => void)[] = [];
@@ -114,7 +116,7 @@ export abstract class PacedCallLeg implements CallLeg {
     this.parameters = Object.freeze({ ...opts.parameters });
     this.log = opts.log;
     this.wire = opts.wire;
-    this.mediaSendOptions = opts.wire.mediaIsText ? TEXT_FRAME : undefined;
+    this.mediaSendOptions = opts.wire.mediaIsText ? TEXT_FRAME : WS_DEFAULT_FRAME;
     this.local = opts.wire.marks ? null : new LocalMarkPlayout((name) => this.deliverMarkEcho(name));
     this.stream = opts.pacer.register({
       sendFrame: (bytes, offset) => {
@@ -336,10 +338,9 @@ export abstract class PacedCallLeg implements CallLeg {
   }
 
   /** False when the socket is no longer open (nothing was sent). A string goes as a text frame, bytes as a binary one. */
-  private send(data: string | Uint8Array, options?: { binary: boolean }): boolean {
+  private send(data: string | Uint8Array, options: { binary?: boolean } = WS_DEFAULT_FRAME): boolean {
     if (this.socket.readyState !== WebSocket.OPEN) return false;
-    if (options) this.socket.send(data, options);
-    else this.socket.send(data);
+    this.socket.send(data, options);
     return true;
   }
 

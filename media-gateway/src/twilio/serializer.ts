@@ -113,7 +113,7 @@ function bytesAre(bytes: Uint8Array, start: number, end: number, word: Uint8Arra
   return true;
 }
 
-/** No escape, raw control character or non-ASCII byte in `bytes[start, end)`: the text the string scanner would read there, byte for byte. */
+/** No escape, raw control character or non-ASCII byte in `bytes[start, end)`: a JSON string's content that reads the same as bytes and as text. */
 function plainAscii(bytes: Uint8Array, start: number, end: number): boolean {
   for (let k = start; k < end; k++) {
     const c = bytes[k]!;
@@ -131,7 +131,7 @@ const BASE64_DIGITS = (() => {
 
 /**
  * Strict base64 (padded, alphabet only) of `text[start, end)` decoded into a new Buffer, or
- * null for anything else (the caller then decodes leniently, as Node does).
+ * null for anything else (the message then goes the text way, decoded leniently as Node does).
  */
 function decodeStrictBase64(text: Uint8Array, start: number, end: number): Buffer | null {
   const length = end - start;
