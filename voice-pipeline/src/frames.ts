@@ -32,7 +32,9 @@ export type Frame =
   /**
    * 20 ms of caller audio: μ-law as received and its PCM16 decoding, both 8 kHz. `pcm` is
    * valid only while the frame is being dispatched (the session decodes every frame into one
-   * buffer); a processor that keeps caller audio keeps `mulaw`, or a copy.
+   * buffer); a processor that keeps caller audio keeps `mulaw`, or a copy. It travels down
+   * only as far as the `TurnDetector`, its last reader (the session's recording is the
+   * gateway's, from the carrier leg): processors below it never see caller audio.
    */
   | { kind: 'audio.in'; mulaw: Uint8Array; pcm: Int16Array; at: number }
   | { kind: 'dtmf'; digit: string; at: number }

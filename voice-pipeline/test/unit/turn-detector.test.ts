@@ -26,8 +26,9 @@ describe('TurnDetector: endpointing', () => {
     expect(h.downOf('user.started-speaking')).toEqual([]);
     feed(180, 20, true);
     expect(h.downOf('user.started-speaking')).toEqual([{ kind: 'user.started-speaking', at: 180 }]);
-    // Audio keeps flowing down for the STT and the recorder.
-    expect(h.downOf('audio.in')).toHaveLength(10);
+    // Caller audio ends at the detector (the STT above it has streamed it); what it decided goes on.
+    expect(h.downOf('audio.in')).toHaveLength(0);
+    expect(h.downOf('user.started-speaking')).toHaveLength(1);
   });
 
   it('ends the turn after silenceDurationMs of silence once a final transcript arrived', () => {
