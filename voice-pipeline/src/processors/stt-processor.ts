@@ -135,7 +135,9 @@ export class SttProcessor extends Processor {
       this.heldMs = 0;
       return;
     }
-    const chunk = this.held.length === 1 ? this.held[0]! : new Uint8Array(this.heldBytes);
+    // Uninitialised (every byte is written below) and, at these sizes, a slice of Node's pool:
+    // a zero-filled array of its own was a malloc and a free per chunk on the pipeline thread.
+    const chunk = this.held.length === 1 ? this.held[0]! : Buffer.allocUnsafe(this.heldBytes);
     if (this.held.length > 1) {
       let offset = 0;
       for (const part of this.held) {

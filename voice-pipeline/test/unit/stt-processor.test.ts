@@ -60,6 +60,8 @@ describe('SttProcessor sends caller audio in chunks', () => {
     for (let i = 1; i <= 12; i++) h.down(frame(i, i * 20));
     expect(stream.sent.map((c) => c.length)).toEqual([800, 800]);
     expect(stream.sent.flatMap((c) => [0, 1, 2, 3, 4].map((k) => c[k * 160]))).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // Every byte of a chunk is its frames' (a chunk is built in uninitialised memory).
+    expect(stream.sent.map((c) => Array.from(c))).toEqual([0, 1].map((n) => Array.from({ length: 800 }, (_, i) => 5 * n + 1 + Math.floor(i / 160))));
     expect(proc.audioMs).toBe(200);
     // Frames still travel down unchanged (the turn detector needs every one at once).
     expect(h.downOf('audio.in')).toHaveLength(12);
