@@ -6,6 +6,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ProviderError, isRetryableStatus } from '../provider-error.js';
+import { httpFetch } from './http-fetch.js';
 import type { LlmEvent, LlmMessage, LlmProvider, LlmRequest, LlmToolCall, ProviderConnection } from '../types.js';
 
 /** Default for {@link OpenAiLlmOptions.timeoutMs}. */
@@ -52,7 +53,8 @@ export class OpenAiLlm implements LlmProvider {
     // Our baseUrl is the API root; the SDK wants the /v1 prefix. Accept a root that already has it.
     const root = opts.baseUrl.replace(/\/+$/, '');
     const baseURL = /\/v1$/.test(root) ? root : `${root}/v1`;
-    this.client = new OpenAI({ apiKey: opts.apiKey, baseURL, maxRetries: 0, timeout: this.timeoutMs });
+    // Over node:http rather than Node's fetch: a streamed reply costs about a quarter less CPU (http-fetch.ts).
+    this.client = new OpenAI({ apiKey: opts.apiKey, baseURL, maxRetries: 0, timeout: this.timeoutMs, fetch: httpFetch });
   }
 
   stream(request: LlmRequest, signal: AbortSignal): AsyncIterable<LlmEvent> {
