@@ -162,7 +162,7 @@ export class OpenAiLlm implements LlmProvider {
       return this.error(code, `OpenAI answered ${message}`, isRetryableStatus(status), { status, requestId, cause: err });
     }
     if (err instanceof SyntaxError) return this.error('llm.stream_error', `OpenAI sent a malformed event: ${message}`, true, { requestId: streamRequestId, cause: err });
-    // undici's "terminated" / ECONNRESET while reading the body: the connection dropped.
+    // A connection reset while reading the body (node:http's "aborted", ECONNRESET; undici's "terminated" under fetch): the connection dropped.
     return this.error('llm.connection_lost', `OpenAI stream failed: ${message}`, true, { requestId: streamRequestId, cause: err });
   }
 }
