@@ -1,10 +1,31 @@
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { httpFetch } from '../../src/providers/openai/http-fetch.js';
+
+/** A self-signed certificate for 127.0.0.1 (valid until 2126), made for the TLS test below with `openssl req -x509 -newkey ec`. */
+const SELF_SIGNED = {
+  key: `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgJXMxHa5vgG417frr
+XDd+W3FjmKTeNvR5Vo6lFsk2tyuhRANCAATeHRvjWWMgDkmsFUhMTRrBVvd6Mp7D
+wbn+QxdQ+PVokFa/wrLJIiYYssI/z6s/ePjoyvbM5D0LPoAeYk2F+RIr
+-----END PRIVATE KEY-----`,
+  cert: `-----BEGIN CERTIFICATE-----
+MIIBkDCCATagAwIBAgIUA6dTfVOpnhIhOMqbgG/l2MUopK4wCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJMTI3LjAuMC4xMCAXDTI2MTIwNjA4MDY1MVoYDzIxMjYxMTEy
+MDgwNjUxWjAUMRIwEAYDVQQDDAkxMjcuMC4wLjEwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAATeHRvjWWMgDkmsFUhMTRrBVvd6Mp7Dwbn+QxdQ+PVokFa/wrLJIiYY
+ssI/z6s/ePjoyvbM5D0LPoAeYk2F+RIro2QwYjAdBgNVHQ4EFgQUfBGxCB5rKTX/
+oEGIIVSr3D7hhTQwHwYDVR0jBBgwFoAUfBGxCB5rKTX/oEGIIVSr3D7hhTQwDwYD
+VR0TAQH/BAUwAwEB/zAPBgNVHREECDAGhwR/AAABMAoGCCqGSM49BAMCA0gAMEUC
+IQDQ0T5Dy+ZoXXqEwoXmYZSJ4hbkYBAaQtABrEAFCUeD0QIgRraMWq3NCQ7tegTu
+VIunuxua2+BAcJoZ2PHzEQKHKno=
+-----END CERTIFICATE-----`,
+};
 
 /** A loopback HTTP server whose answer each test sets; it counts TCP connections and keeps each request. */
 let server: Server;
@@ -146,6 +167,19 @@ describe('httpFetch (the openai SDK transport)', () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     await expect(httpFetch(`http://127.0.0.1:${port}/v1/x`)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it("speaks TLS to an https URL and verifies the server's certificate: a self-signed one is refused", async () => {
+    const tls = createTlsServer(SELF_SIGNED, (_req, res) => res.end('secret'));
+    await new Promise<void>((resolve) => tls.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (tls.address() as AddressInfo).port;
+      // node:https's own error (Node's fetch would reject with "fetch failed" and this as its cause).
+      await expect(httpFetch(`https://127.0.0.1:${port}/v1/x`)).rejects.toMatchObject({ code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+    } finally {
+      tls.closeAllConnections();
+      await new Promise<void>((resolve) => tls.close(() => resolve()));
+    }
   });
 
   it("leaves what it does not carry to Node's fetch: a Request, a stream body", async () => {
