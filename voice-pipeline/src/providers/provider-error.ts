@@ -30,3 +30,12 @@ export class ProviderError extends Error {
 export function isRetryableStatus(status: number): boolean {
   return status >= 500 || status === 408 || status === 429;
 }
+
+/**
+ * What an aborted provider call rejects with: the signal's reason when it is already an
+ * AbortError (an abort passed on from the caller's turn), else a new AbortError, as `fetch` does.
+ */
+export function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error && reason.name === 'AbortError' ? reason : new DOMException('The operation was aborted.', 'AbortError');
+}

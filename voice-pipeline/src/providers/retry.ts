@@ -2,7 +2,7 @@
  * Retry with backoff for any LlmProvider (STYLE.md §4: written once, as a wrapper around the
  * interface, never inside an adapter).
  */
-import { ProviderError } from './provider-error.js';
+import { ProviderError, abortError } from './provider-error.js';
 import type { LlmEvent, LlmProvider, LlmRequest } from './types.js';
 
 export interface LlmRetryOptions {
@@ -68,9 +68,4 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
     }, ms);
     signal.addEventListener('abort', onAbort, { once: true });
   });
-}
-
-function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error && reason.name === 'AbortError' ? reason : new DOMException('The operation was aborted.', 'AbortError');
 }

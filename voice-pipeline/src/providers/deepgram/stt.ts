@@ -11,7 +11,7 @@
  */
 import { DeepgramClient } from '@deepgram/sdk';
 import type { ProviderConnection, SttEvent, SttProvider, SttStream, SttStreamOptions, SttWord } from '../types.js';
-import { ProviderError, isRetryableStatus } from '../provider-error.js';
+import { ProviderError, abortError, isRetryableStatus } from '../provider-error.js';
 import { EventQueue } from './event-queue.js';
 import { listenQueryFromOptions, parseServerMessage } from './wire.js';
 import type { DeepgramResults } from './wire.js';
@@ -345,10 +345,4 @@ function lostError(error: Error | undefined, close: { code: number; reason: stri
     cause: error,
     ...(requestId !== undefined ? { requestId } : {}),
   });
-}
-
-function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  if (reason instanceof Error && reason.name === 'AbortError') return reason;
-  return new DOMException('The operation was aborted', 'AbortError');
 }

@@ -22,6 +22,7 @@ import type { IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
+import { abortError } from '../provider-error.js';
 
 /** One pool per protocol for the thread: the SDK's requests reuse connections, as with `fetch`. */
 const AGENTS = {
@@ -40,7 +41,7 @@ export function httpFetch(input: string | URL | Request, init: RequestInit = {})
   const signal = init.signal ?? undefined;
   if (signal?.aborted) return Promise.reject(abortError(signal));
   const headers: Record<string, string> = {};
-  new Headers(init.headers).forEach((value, name) => (headers[name] = value));
+  (init.headers instanceof Headers ? init.headers : new Headers(init.headers)).forEach((value, name) => (headers[name] = value));
   if (body !== undefined && body !== null) headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
   return new Promise<Response>((resolve, reject) => {
     let answer: Readable | null = null;
@@ -67,27 +68,20 @@ function response(res: IncomingMessage, body: Readable, url: URL): Response {
   const status = res.statusCode ?? 0;
   const headers = new Headers();
   for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-  const bytes = async (): Promise<Buffer> => {
+  const text = async (): Promise<string> => {
     const parts: Buffer[] = [];
     for await (const part of body) parts.push(part as Buffer);
-    return Buffer.concat(parts);
+    return Buffer.concat(parts).toString('utf8');
   };
-  const text = async (): Promise<string> => (await bytes()).toString('utf8');
   const answer = {
     status,
     statusText: res.statusMessage ?? '',
     ok: status >= 200 && status < 300,
     headers,
     url: url.href,
-    redirected: false,
-    type: 'basic',
     body,
     text,
     json: async (): Promise<unknown> => JSON.parse(await text()),
-    arrayBuffer: async (): Promise<ArrayBuffer> => {
-      const b = await bytes();
-      return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
-    },
   };
   // Not a WHATWG Response (its body is a Node stream, see the file's comment): the SDK reads only these members.
   return answer as unknown as Response;
@@ -102,10 +96,4 @@ function decoded(res: IncomingMessage): Readable {
     // An error reaches the reader through `decoder`, which pipeline destroys with it.
   });
   return decoder;
-}
-
-function abortError(signal: AbortSignal): Error {
-  const err = new Error('This operation was aborted', { cause: signal.reason });
-  err.name = 'AbortError';
-  return err;
 }
