@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseDocument, SECTION_TARGET_CHARS } from '../../src/modules/knowledge-base/parsing/index.js';
 import type { ParsedDocument } from '../../src/modules/knowledge-base/types.js';
@@ -71,6 +72,23 @@ describe('parseDocument', () => {
     for (let i = 1; i < ranges.length; i++) expect(ranges[i]![0]).toBe(ranges[i - 1]![1]! + 1);
     expect(ranges.at(-1)![1]).toBe(403);
     expect(sectionWith(doc, 'Special 399').text).toContain('Dish: Special 399; Price EUR: 399');
+  });
+
+  it('XLSX: keeps the zip entries after the worksheets when copying a worksheet to its temp file is slow (patches/exceljs@4.4.0.patch)', async () => {
+    // exceljs's streaming reader copies each worksheet that comes before the shared strings to
+    // a temp file. Unpatched, when that copy took long (a loaded machine), the zip's entries
+    // after it (shared strings, workbook.xml) were dropped and reading failed, or lost text.
+    const tmp = createRequire(createRequire(import.meta.url).resolve('exceljs'))('tmp') as { file: (cb: unknown) => void };
+    const file = tmp.file;
+    tmp.file = (cb) => void setTimeout(() => file.call(tmp, cb), 50);
+    try {
+      const doc = await parseDocument('xlsx', xlsxPath);
+      expect(doc.pageCount).toBe(2);
+      expect(doc.sections.map((s) => s.context)).toEqual(['Sheet "Prices", rows 2-3', 'Sheet "Staff", row 2']);
+      expect(sectionWith(doc, 'Ann Lee').text).toBe('Name: Ann Lee; Role: Head chef');
+    } finally {
+      tmp.file = file;
+    }
   });
 
   it('CSV: header row, rows as header: value pairs, semicolon delimiter and quoted fields', async () => {
