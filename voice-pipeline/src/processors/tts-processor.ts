@@ -9,16 +9,40 @@ export interface TtsProcessorOptions {
   /** Must produce what the carrier plays: `ulaw_8000` for phone legs. */
   stream: TtsStreamOptions;
   clock: () => number;
+  /**
+   * How far ahead of playback a turn's text goes to the provider, ms of audio (default
+   * {@link TTS_LOOKAHEAD_MS}); 0 sends every sentence as it comes. See {@link TtsProcessor}.
+   */
+  lookaheadMs?: number;
 }
+
+/**
+ * A turn's next sentence goes to the provider once the audio it has given for the turn is less
+ * than this far ahead of playback: far above a provider's first-byte time (ElevenLabs ~0.1–0.5 s),
+ * so sentences still follow each other without a gap, yet the rest of a long answer the caller
+ * cuts off is never synthesised (nor billed per character).
+ */
+export const TTS_LOOKAHEAD_MS = 3000;
 
 interface TurnSynthesis {
   id: string;
   controller: AbortController;
   sentences: string[];
+  /** How many of `sentences` were let go: counted, passed on, and to be written to the stream. */
+  released: number;
+  /** How many of them the current stream was given. */
+  written: number;
   ended: boolean;
+  /** `end()` went to the stream: every sentence had been sent and the LLM was done. */
+  endSent: boolean;
   finished: boolean;
   retried: boolean;
   audioSeen: boolean;
+  /** Ms of audio the provider gave for the turn, and when the first of it came (session clock). */
+  audioMs: number;
+  firstAudioAt: number | null;
+  /** Wakes {@link TtsProcessor.feed} when playback has caught up on held sentences. */
+  wake: ReturnType<typeof setTimeout> | null;
   stream: TtsStream | null;
   /** Frames held back while an earlier turn is still speaking. */
   held: Frame[];
@@ -27,7 +51,10 @@ interface TurnSynthesis {
 /**
  * Speaks each agent turn through one TTS stream, opened as the turn starts (hiding the
  * connection time behind the LLM's first token). Sentences are flushed one by one so
- * audio starts after the first. Turns play in the order they started: audio of a later
+ * audio starts after the first. Once audio plays, the next sentence waits until the turn's
+ * audio is less than `lookaheadMs` ahead of playback (reckoned from its first audio at real
+ * time, so a pause only makes it go sooner): the part of a long answer that a barge-in cuts
+ * off is mostly never synthesised, received or counted. Turns play in the order they started: audio of a later
  * turn waits until the earlier one is done. `interrupt` aborts every stream at once.
  * A stream that fails before any audio is reopened once with the same text.
  */
@@ -38,9 +65,14 @@ export class TtsProcessor extends Processor {
   /** First sentence sent → first audio byte, per turn. */
   readonly firstByteMs = new Map<string, number>();
   private readonly firstSentenceAt = new Map<string, number>();
+  private readonly lookaheadMs: number;
+  /** Bytes per ms of the output format, null when it has none fixed (mp3, opus): then nothing is held. */
+  private readonly bytesPerMs: number | null;
 
   constructor(private readonly opts: TtsProcessorOptions) {
     super();
+    this.lookaheadMs = opts.lookaheadMs ?? TTS_LOOKAHEAD_MS;
+    this.bytesPerMs = bytesPerMs(opts.stream.outputFormat);
   }
 
   process(frame: Frame, dir: Direction): void {
@@ -50,7 +82,23 @@ export class TtsProcessor extends Processor {
     }
     switch (frame.kind) {
       case 'agent.turn-start': {
-        const turn: TurnSynthesis = { id: frame.turnId, controller: new AbortController(), sentences: [], ended: false, finished: false, retried: false, audioSeen: false, stream: null, held: [] };
+        const turn: TurnSynthesis = {
+          id: frame.turnId,
+          controller: new AbortController(),
+          sentences: [],
+          released: 0,
+          written: 0,
+          ended: false,
+          endSent: false,
+          finished: false,
+          retried: false,
+          audioSeen: false,
+          audioMs: 0,
+          firstAudioAt: null,
+          wake: null,
+          stream: null,
+          held: [],
+        };
         this.turns.set(turn.id, turn);
         this.order.push(turn.id);
         this.emit(turn, frame);
@@ -62,21 +110,18 @@ export class TtsProcessor extends Processor {
         if (!turn) return;
         turn.sentences.push(frame.text);
         if (!this.firstSentenceAt.has(turn.id)) this.firstSentenceAt.set(turn.id, this.opts.clock());
-        // The turn's text as spoken, pieces joined by one space: the count does not depend on where the aggregator cut.
-        this.push({ kind: 'usage', usage: { ttsCharacters: frame.text.length + (turn.sentences.length > 1 ? 1 : 0) }, at: frame.at }, 'up');
-        this.emit(turn, frame);
-        turn.stream?.sendText(`${frame.text} `, { flush: true });
+        this.feed(turn);
         return;
       }
       case 'llm.done': {
         const turn = this.turns.get(frame.turnId);
         if (!turn) return;
         turn.ended = true;
-        turn.stream?.end();
+        this.feed(turn);
         return;
       }
       case 'interrupt':
-        for (const t of this.turns.values()) t.controller.abort();
+        for (const t of this.turns.values()) this.abort(t);
         this.turns.clear();
         // Timings of turns that were heard were read when their audio started.
         this.firstSentenceAt.clear();
@@ -94,17 +139,22 @@ export class TtsProcessor extends Processor {
       const stream = await this.opts.provider.open(this.opts.stream, turn.controller.signal);
       if (turn.controller.signal.aborted) return;
       turn.stream = stream;
-      for (const s of turn.sentences) stream.sendText(`${s} `, { flush: true });
-      if (turn.ended) stream.end();
+      // A reopened stream (retry) gets again what the failed one had been given.
+      turn.written = 0;
+      turn.endSent = false;
+      this.feed(turn);
       for await (const ev of stream.events) {
         if (turn.controller.signal.aborted) return;
         if (ev.type === 'audio') {
+          const now = this.opts.clock();
           if (!turn.audioSeen) {
             turn.audioSeen = true;
             const sentAt = this.firstSentenceAt.get(turn.id);
-            if (sentAt !== undefined) this.firstByteMs.set(turn.id, this.opts.clock() - sentAt);
+            if (sentAt !== undefined) this.firstByteMs.set(turn.id, now - sentAt);
           }
-          this.emit(turn, { kind: 'tts.audio', turnId: turn.id, mulaw: ev.audio, alignment: ev.alignment, at: this.opts.clock() });
+          turn.firstAudioAt ??= now;
+          if (this.bytesPerMs !== null) turn.audioMs += ev.audio.byteLength / this.bytesPerMs;
+          this.emit(turn, { kind: 'tts.audio', turnId: turn.id, mulaw: ev.audio, alignment: ev.alignment, at: now });
         } else {
           break;
         }
@@ -129,8 +179,57 @@ export class TtsProcessor extends Processor {
     }
   }
 
+  /**
+   * Lets go the turn's sentences that may go now (each counted and passed on), writes them to
+   * the stream once it is open, then `end()` once all went and the LLM is done; when one must
+   * wait for playback to catch up, wakes then.
+   */
+  private feed(turn: TurnSynthesis): void {
+    if (turn.controller.signal.aborted) return;
+    if (turn.wake) {
+      clearTimeout(turn.wake);
+      turn.wake = null;
+    }
+    while (turn.released < turn.sentences.length) {
+      const ahead = this.aheadMs(turn);
+      if (ahead > this.lookaheadMs) {
+        turn.wake = setTimeout(() => {
+          turn.wake = null;
+          this.feed(turn);
+        }, Math.ceil(ahead - this.lookaheadMs));
+        break;
+      }
+      const text = turn.sentences[turn.released]!;
+      // The turn's text as spoken, pieces joined by one space: the count does not depend on where the aggregator cut.
+      this.push({ kind: 'usage', usage: { ttsCharacters: text.length + (turn.released > 0 ? 1 : 0) }, at: this.opts.clock() }, 'up');
+      turn.released++;
+      this.emit(turn, { kind: 'tts.sentence', turnId: turn.id, text, at: this.opts.clock() });
+    }
+    const stream = turn.stream;
+    if (!stream) return;
+    while (turn.written < turn.released) stream.sendText(`${turn.sentences[turn.written++]!} `, { flush: true });
+    if (turn.ended && turn.released === turn.sentences.length && !turn.endSent) {
+      turn.endSent = true;
+      stream.end();
+    }
+  }
+
+  /** Ms of the turn's audio not yet played, reckoning playback from its first audio; 0 until it plays, or when it is not the turn playing. */
+  private aheadMs(turn: TurnSynthesis): number {
+    if (this.lookaheadMs <= 0 || turn.firstAudioAt === null || this.order[0] !== turn.id) return 0;
+    return turn.audioMs - (this.opts.clock() - turn.firstAudioAt);
+  }
+
+  private abort(turn: TurnSynthesis): void {
+    turn.controller.abort();
+    if (turn.wake) clearTimeout(turn.wake);
+    turn.wake = null;
+  }
+
   private finish(turn: TurnSynthesis): void {
     turn.finished = true;
+    if (turn.wake) clearTimeout(turn.wake);
+    turn.wake = null;
     this.emit(turn, { kind: 'tts.done', turnId: turn.id, at: this.opts.clock() });
     if (this.order[0] === turn.id) this.advance();
   }
@@ -159,8 +258,15 @@ export class TtsProcessor extends Processor {
   }
 
   override async close(): Promise<void> {
-    for (const t of this.turns.values()) t.controller.abort();
+    for (const t of this.turns.values()) this.abort(t);
     this.turns.clear();
     this.opts.provider.close?.();
   }
+}
+
+/** Bytes per ms of a fixed-rate output format (`ulaw_8000`, `alaw_8000`, `pcm_16000`…), else null. */
+function bytesPerMs(format: string): number | null {
+  const m = /^(ulaw|alaw|pcm)_(\d+)$/.exec(format);
+  if (!m) return null;
+  return ((m[1] === 'pcm' ? 2 : 1) * Number(m[2])) / 1000;
 }

@@ -1,14 +1,14 @@
-import { describe, expect, it } from 'vitest';
-import { TtsProcessor } from '../../src/processors/tts-processor.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { TTS_LOOKAHEAD_MS, TtsProcessor } from '../../src/processors/tts-processor.js';
 import { ProviderError } from '../../src/providers/provider-error.js';
 import { frames, Harness, mulawMs, settle } from './harness.js';
 import type { FakeTtsOptions } from './pipeline-fakes.js';
 import { FakeTts } from './pipeline-fakes.js';
 
-function setup(fake: FakeTtsOptions = {}) {
+function setup(fake: FakeTtsOptions = {}, lookaheadMs?: number) {
   const tts = new FakeTts(fake);
   let now = 0;
-  const processor = new TtsProcessor({ provider: tts, stream: { voiceId: 'v1', outputFormat: 'ulaw_8000' }, clock: () => now });
+  const processor = new TtsProcessor({ provider: tts, stream: { voiceId: 'v1', outputFormat: 'ulaw_8000' }, clock: () => now, ...(lookaheadMs === undefined ? {} : { lookaheadMs }) });
   const h = new Harness(processor);
   return { tts, h, processor, setNow: (ms: number) => (now = ms) };
 }
@@ -184,6 +184,70 @@ describe('TtsProcessor', () => {
     expect(tts.streams).toHaveLength(1);
     expect(h.upOf('error').map((f) => f.fatal)).toEqual([true]);
     expect(h.kinds('down')).toEqual(['agent.turn-start', 'tts.sentence', 'tts.audio', 'tts.done']);
+  });
+
+  describe('lookahead: the next sentence waits while the turn\'s audio is far ahead of playback', () => {
+    afterEach(() => void vi.useRealTimers());
+
+    /** A turn that has played from t=100 with 3 s of audio given, its second sentence and llm.done in at t=200. */
+    async function playing(lookaheadMs: number) {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const t = setup({}, lookaheadMs);
+      t.h.down(frames.turnStart('t1'), frames.sentence('t1', 'We are open every day from eleven until ten.'));
+      await settle();
+      const s = t.tts.streams[0]!;
+      t.setNow(100);
+      s.audio(mulawMs(3000));
+      await settle();
+      t.setNow(200);
+      t.h.down(frames.sentence('t1', 'On holidays we keep Sunday hours.'), frames.llmDone('t1'));
+      return { ...t, s };
+    }
+
+    it('is 3 s by default', () => expect(TTS_LOOKAHEAD_MS).toBe(3000));
+
+    it('holds it (not sent, counted or passed on) until the audio is lookaheadMs ahead, then sends it and end()', async () => {
+      const { h, s, setNow } = await playing(1000);
+      // 3000 ms given, 100 ms played: 2900 ahead.
+      expect(s.texts).toEqual(['We are open every day from eleven until ten. ']);
+      expect(s.ended).toBe(false);
+      expect(h.downOf('tts.sentence').map((f) => f.text)).toEqual(['We are open every day from eleven until ten.']);
+      expect(h.upOf('usage').map((f) => f.usage.ttsCharacters)).toEqual([44]);
+      // 1 ms before the audio is 1000 ms ahead: still held.
+      setNow(2099);
+      vi.advanceTimersByTime(1898);
+      expect(s.texts).toHaveLength(1);
+      setNow(2100);
+      vi.advanceTimersByTime(2);
+      expect(s.texts).toEqual(['We are open every day from eleven until ten. ', 'On holidays we keep Sunday hours. ']);
+      expect(s.flushesWithText).toBe(2);
+      expect(s.ended).toBe(true);
+      expect(h.downOf('tts.sentence').map((f) => f.text)).toEqual(['We are open every day from eleven until ten.', 'On holidays we keep Sunday hours.']);
+      expect(h.upOf('usage').map((f) => f.usage.ttsCharacters)).toEqual([44, 34]);
+    });
+
+    it('a barge-in while it is held: it is never sent nor counted', async () => {
+      const { h, s, setNow } = await playing(1000);
+      h.down(frames.interrupt(700));
+      setNow(5000);
+      vi.advanceTimersByTime(5000);
+      expect(s.texts).toHaveLength(1);
+      expect(s.signal.aborted).toBe(true);
+      expect(h.upOf('usage')).toHaveLength(1);
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
+    it('sends it at once when the audio given is less than lookaheadMs ahead', async () => {
+      const { s } = await playing(3000);
+      expect(s.texts).toHaveLength(2);
+      expect(s.ended).toBe(true);
+    });
+
+    it('lookaheadMs 0 sends every sentence as it comes', async () => {
+      const { s } = await playing(0);
+      expect(s.texts).toHaveLength(2);
+      expect(s.ended).toBe(true);
+    });
   });
 
   it('aborts open streams on close', async () => {
