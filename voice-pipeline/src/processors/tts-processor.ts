@@ -1,6 +1,7 @@
 import type { Frame } from '../frames.js';
 import type { Direction } from '../pipeline/processor.js';
 import { Processor } from '../pipeline/processor.js';
+import { rawFormatSpec } from '../providers/elevenlabs/wire.js';
 import { ProviderError } from '../providers/provider-error.js';
 import type { TtsProvider, TtsStream, TtsStreamOptions } from '../providers/types.js';
 
@@ -37,8 +38,7 @@ interface TurnSynthesis {
   endSent: boolean;
   finished: boolean;
   retried: boolean;
-  audioSeen: boolean;
-  /** Ms of audio the provider gave for the turn, and when the first of it came (session clock). */
+  /** Ms of audio the provider gave for the turn, and when the first of it came (session clock; null: none yet). */
   audioMs: number;
   firstAudioAt: number | null;
   /** Wakes {@link TtsProcessor.feed} when playback has caught up on held sentences. */
@@ -72,7 +72,8 @@ export class TtsProcessor extends Processor {
   constructor(private readonly opts: TtsProcessorOptions) {
     super();
     this.lookaheadMs = opts.lookaheadMs ?? TTS_LOOKAHEAD_MS;
-    this.bytesPerMs = bytesPerMs(opts.stream.outputFormat);
+    const format = rawFormatSpec(opts.stream.outputFormat);
+    this.bytesPerMs = format ? (format.sampleRateHz * format.bytesPerSample) / 1000 : null;
   }
 
   process(frame: Frame, dir: Direction): void {
@@ -92,7 +93,6 @@ export class TtsProcessor extends Processor {
           endSent: false,
           finished: false,
           retried: false,
-          audioSeen: false,
           audioMs: 0,
           firstAudioAt: null,
           wake: null,
@@ -147,12 +147,11 @@ export class TtsProcessor extends Processor {
         if (turn.controller.signal.aborted) return;
         if (ev.type === 'audio') {
           const now = this.opts.clock();
-          if (!turn.audioSeen) {
-            turn.audioSeen = true;
+          if (turn.firstAudioAt === null) {
+            turn.firstAudioAt = now;
             const sentAt = this.firstSentenceAt.get(turn.id);
             if (sentAt !== undefined) this.firstByteMs.set(turn.id, now - sentAt);
           }
-          turn.firstAudioAt ??= now;
           if (this.bytesPerMs !== null) turn.audioMs += ev.audio.byteLength / this.bytesPerMs;
           this.emit(turn, { kind: 'tts.audio', turnId: turn.id, mulaw: ev.audio, alignment: ev.alignment, at: now });
         } else {
@@ -167,7 +166,7 @@ export class TtsProcessor extends Processor {
         err instanceof ProviderError
           ? err
           : new ProviderError({ provider: this.opts.provider.name, capability: 'tts', code: 'tts.failed', message: err instanceof Error ? err.message : String(err), retryable: true, cause: err });
-      if (error.retryable && !turn.audioSeen && !turn.retried) {
+      if (error.retryable && turn.firstAudioAt === null && !turn.retried) {
         turn.retried = true;
         turn.stream = null;
         this.push({ kind: 'error', error, fatal: false, at: this.opts.clock() }, 'up');
@@ -186,10 +185,7 @@ export class TtsProcessor extends Processor {
    */
   private feed(turn: TurnSynthesis): void {
     if (turn.controller.signal.aborted) return;
-    if (turn.wake) {
-      clearTimeout(turn.wake);
-      turn.wake = null;
-    }
+    clearWake(turn);
     while (turn.released < turn.sentences.length) {
       const ahead = this.aheadMs(turn);
       if (ahead > this.lookaheadMs) {
@@ -222,14 +218,12 @@ export class TtsProcessor extends Processor {
 
   private abort(turn: TurnSynthesis): void {
     turn.controller.abort();
-    if (turn.wake) clearTimeout(turn.wake);
-    turn.wake = null;
+    clearWake(turn);
   }
 
   private finish(turn: TurnSynthesis): void {
     turn.finished = true;
-    if (turn.wake) clearTimeout(turn.wake);
-    turn.wake = null;
+    clearWake(turn);
     this.emit(turn, { kind: 'tts.done', turnId: turn.id, at: this.opts.clock() });
     if (this.order[0] === turn.id) this.advance();
   }
@@ -264,9 +258,7 @@ export class TtsProcessor extends Processor {
   }
 }
 
-/** Bytes per ms of a fixed-rate output format (`ulaw_8000`, `alaw_8000`, `pcm_16000`…), else null. */
-function bytesPerMs(format: string): number | null {
-  const m = /^(ulaw|alaw|pcm)_(\d+)$/.exec(format);
-  if (!m) return null;
-  return ((m[1] === 'pcm' ? 2 : 1) * Number(m[2])) / 1000;
+function clearWake(turn: TurnSynthesis): void {
+  if (turn.wake) clearTimeout(turn.wake);
+  turn.wake = null;
 }
