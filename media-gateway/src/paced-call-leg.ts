@@ -146,7 +146,11 @@ export abstract class PacedCallLeg implements CallLeg {
       if (this.socket.readyState === WebSocket.CLOSED) resolve();
       else this.socket.once('close', () => resolve());
     });
-    this.socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    const pacer = opts.pacer;
+    this.socket.on('message', (data, isBinary) => {
+      this.onMessage(data, isBinary);
+      pacer.serviceIfDue();
+    });
     this.socket.on('close', (code) => {
       this.log.debug({ code }, 'media stream socket closed');
       this.end(this.closedBy(code)); // no-op when `stop` or a hangup ended the leg first

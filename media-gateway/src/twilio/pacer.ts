@@ -10,6 +10,8 @@ export const FRAME_BYTES = 160;
 /** μ-law code for silence (reference/audio-formats.md §G.711). */
 export const MULAW_SILENCE_BYTE = 0xff;
 const BYTES_PER_MS = 8;
+/** How late a step must be before {@link OutboundPacer.serviceIfDue} runs it instead of its timer. */
+const DUE_SLACK_MS = 1;
 
 /** Where a paced stream's output goes (the leg's socket). Called from the pacer's timer. */
 export interface PacerSink {
@@ -204,6 +206,20 @@ export class OutboundPacer {
     this.clearTimer(this.timer);
     this.slot = step;
     this.timer = this.setTimer(() => this.tick(), Math.max(0, this.originMs + step * this.stepMs - now));
+  }
+
+  /**
+   * Runs the step the timer is waiting for when it is already due. The gateway calls it
+   * after each message a carrier socket delivers: a timer fires only once the event loop
+   * has worked through every socket that was ready when it polled, and at 200 calls that
+   * can be a few ms of reads, so a due step served from between two of them goes out sooner.
+   */
+  serviceIfDue(): void {
+    if (this.timer === undefined) return;
+    const now = this.now();
+    if (now < this.originMs + this.slot * this.stepMs + DUE_SLACK_MS) return;
+    this.clearTimer(this.timer);
+    this.tick();
   }
 
   /** @internal */

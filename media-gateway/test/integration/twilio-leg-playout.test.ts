@@ -89,6 +89,27 @@ describe('TwilioLeg playout hooks', () => {
     expect(framesAtClear).toBeLessThan(20);
   });
 
+  it("serves the pacer's due step from the caller's messages when its timer is late", async () => {
+    // A pacer whose timer never fires (a loop busy with other sockets' reads): after the
+    // burst, frames leave only as the caller's own 20 ms messages arrive and find a step due.
+    await streams.close();
+    pacer.stop();
+    legs = [];
+    pacer = new OutboundPacer({ setTimer: () => 'never', clearTimer: () => {} });
+    const base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    streams = attachTwilioMediaStreams(server, { publicUrl: base, authToken: undefined, logger, pacer, onCall: (leg) => void legs.push(leg) });
+    const leg = await dial();
+    const sent: number[] = [];
+    leg.onAudioSent((_frame, atMs) => sent.push(atMs));
+    leg.sendAudio(ramp(500));
+    expect(sent).toHaveLength(3); // the burst, at once
+    await vi.waitFor(() => expect(sim!.receivedMedia).toHaveLength(25), { timeout: 3000, interval: 20 });
+    // Still paced: one frame per step, not the rest at the first message.
+    const steady = sent.slice(3);
+    const span = steady[steady.length - 1]! - steady[0]!;
+    expect(span).toBeGreaterThanOrEqual(21 * 20 - 40);
+  });
+
   it('reports nothing once the leg has ended', async () => {
     const leg = await dial();
     let reports = 0;

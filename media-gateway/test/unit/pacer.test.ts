@@ -454,6 +454,46 @@ describe('OutboundPacer with phases', () => {
     pacer.stop();
   });
 
+  it('serviceIfDue runs a step already due from outside its timer, once, and nothing before it is due', () => {
+    const pacer = new OutboundPacer({ now: clock, phases: 4 });
+    const a = recordingSink();
+    const stream = pacer.register(a.sink); // phase 0: steps at 0, 20, 40, … ms
+    const t0 = clock();
+    stream.enqueueAudio(audio(2000));
+    vi.advanceTimersByTime(40);
+    expect(frames(a.sent).map((f) => f.at - t0)).toEqual([0, 0, 0, 20, 40]);
+    // Not due yet (the step at 60 ms): nothing goes out.
+    skewMs += 20.5;
+    pacer.serviceIfDue();
+    expect(frames(a.sent)).toHaveLength(5);
+    // The loop is busy past the step at 60 ms and its timer has not fired: the step is served now.
+    skewMs += 1;
+    pacer.serviceIfDue();
+    expect(frames(a.sent)).toHaveLength(6);
+    expect(frames(a.sent)[5]!.at - t0).toBe(61.5);
+    pacer.serviceIfDue(); // the next step (80 ms) is not due: nothing more
+    // The timer it replaced does not send that step's frame a second time; the grid goes on:
+    // one frame, at the step at 80 ms (a fake timer fires in whole ms, the clock is 0.5 ms off them).
+    vi.advanceTimersByTime(20);
+    const next = frames(a.sent).slice(6).map((f) => f.at - t0);
+    expect(next).toHaveLength(1);
+    expect(Math.abs(next[0]! - 80)).toBeLessThanOrEqual(1);
+    expect(stream.stats.lateFrames).toBe(0);
+    pacer.stop();
+  });
+
+  it('serviceIfDue does nothing while the pacer is idle', () => {
+    const pacer = new OutboundPacer({ now: clock, phases: 4 });
+    const a = recordingSink();
+    pacer.register(a.sink);
+    skewMs += 100;
+    pacer.serviceIfDue();
+    expect(a.sent).toEqual([]);
+    expect(pacer.stats.ticks).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+    pacer.stop();
+  });
+
   it('refuses a phase count that is not a positive integer', () => {
     for (const phases of [0, -1, 1.5, Number.NaN]) expect(() => new OutboundPacer({ phases }), String(phases)).toThrow(/phases/);
   });
