@@ -13,7 +13,7 @@ const BYTES_PER_MS = 8;
 /** How late a step must be before {@link OutboundPacer.serviceIfDue} runs it instead of its timer. */
 const DUE_SLACK_MS = 1;
 
-/** Where a paced stream's output goes (the leg's socket). Called from the pacer's timer. */
+/** Where a paced stream's output goes (the leg's socket). Called from the pacer's timer, or from {@link OutboundPacer.serviceIfDue} within another leg's message handler. */
 export interface PacerSink {
   /**
    * One frame: the {@link FRAME_BYTES} bytes of `bytes` from `offset`. `bytes` is the queued
