@@ -66,14 +66,14 @@ export class TtsProcessor extends Processor {
   readonly firstByteMs = new Map<string, number>();
   private readonly firstSentenceAt = new Map<string, number>();
   private readonly lookaheadMs: number;
-  /** Bytes per ms of the output format, null when it has none fixed (mp3, opus): then nothing is held. */
-  private readonly bytesPerMs: number | null;
+  /** Bytes per ms of the output format (every `TtsOutputFormat` is raw audio at a fixed rate). */
+  private readonly bytesPerMs: number;
 
   constructor(private readonly opts: TtsProcessorOptions) {
     super();
     this.lookaheadMs = opts.lookaheadMs ?? TTS_LOOKAHEAD_MS;
     const format = rawFormatSpec(opts.stream.outputFormat);
-    this.bytesPerMs = format ? (format.sampleRateHz * format.bytesPerSample) / 1000 : null;
+    this.bytesPerMs = (format.sampleRateHz * format.bytesPerSample) / 1000;
   }
 
   process(frame: Frame, dir: Direction): void {
@@ -152,7 +152,7 @@ export class TtsProcessor extends Processor {
             const sentAt = this.firstSentenceAt.get(turn.id);
             if (sentAt !== undefined) this.firstByteMs.set(turn.id, now - sentAt);
           }
-          if (this.bytesPerMs !== null) turn.audioMs += ev.audio.byteLength / this.bytesPerMs;
+          turn.audioMs += ev.audio.byteLength / this.bytesPerMs;
           this.emit(turn, { kind: 'tts.audio', turnId: turn.id, mulaw: ev.audio, alignment: ev.alignment, at: now });
         } else {
           break;

@@ -24,7 +24,9 @@ export interface RawFormatSpec {
   bytesPerSample: number;
 }
 
-/** Parses `ulaw_8000`, `pcm_16000`, …; `null` for mp3/opus or anything unknown. */
+/** Parses `ulaw_8000`, `pcm_16000`, …; `null` for mp3/opus or anything unknown (never for a {@link RawOutputFormat}). */
+export function rawFormatSpec(format: RawOutputFormat): RawFormatSpec;
+export function rawFormatSpec(format: string): RawFormatSpec | null;
 export function rawFormatSpec(format: string): RawFormatSpec | null {
   if (!(RAW_OUTPUT_FORMATS as readonly string[]).includes(format)) return null;
   const [kind, rate] = format.split('_') as [string, string];
