@@ -1,7 +1,7 @@
 import type { Frame } from '../frames.js';
 import type { Direction } from '../pipeline/processor.js';
 import { Processor } from '../pipeline/processor.js';
-import { rawFormatSpec } from '../providers/elevenlabs/wire.js';
+import { rawFormatSpec } from '../audio/output-formats.js';
 import { ProviderError } from '../providers/provider-error.js';
 import type { TtsProvider, TtsStream, TtsStreamOptions } from '../providers/types.js';
 

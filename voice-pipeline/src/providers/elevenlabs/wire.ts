@@ -13,28 +13,10 @@ import type { TtsAlignment, TtsVoiceSettings } from '../types.js';
 export const ELEVENLABS_WEBSOCKETS = ['multi-stream-input', 'stream-input'] as const;
 export type ElevenLabsWebSocket = (typeof ELEVENLABS_WEBSOCKETS)[number];
 
-/** Every raw (headerless) output format the simulator can produce; the adapter's `TtsOutputFormat` is a subset. */
-export const RAW_OUTPUT_FORMATS = ['ulaw_8000', 'alaw_8000', 'pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100'] as const;
-export type RawOutputFormat = (typeof RAW_OUTPUT_FORMATS)[number];
-
-/** Encoding and sample rate behind a raw `output_format` (reference/tts.md §1: `pcm_*` is s16le mono, `ulaw`/`alaw` raw G.711). */
-export interface RawFormatSpec {
-  encoding: 'mulaw' | 'alaw' | 'pcm16';
-  sampleRateHz: number;
-  bytesPerSample: number;
-}
-
-/** Parses `ulaw_8000`, `pcm_16000`, …; `null` for mp3/opus or anything unknown (never for a {@link RawOutputFormat}). */
-export function rawFormatSpec(format: RawOutputFormat): RawFormatSpec;
-export function rawFormatSpec(format: string): RawFormatSpec | null;
-export function rawFormatSpec(format: string): RawFormatSpec | null {
-  if (!(RAW_OUTPUT_FORMATS as readonly string[]).includes(format)) return null;
-  const [kind, rate] = format.split('_') as [string, string];
-  const sampleRateHz = Number(rate);
-  if (kind === 'ulaw') return { encoding: 'mulaw', sampleRateHz, bytesPerSample: 1 };
-  if (kind === 'alaw') return { encoding: 'alaw', sampleRateHz, bytesPerSample: 1 };
-  return { encoding: 'pcm16', sampleRateHz, bytesPerSample: 2 };
-}
+// Raw output formats are provider-neutral (the TTS processor reckons playback time from them);
+// the adapter and the simulator read them from here as before.
+export { RAW_OUTPUT_FORMATS, rawFormatSpec } from '../../audio/output-formats.js';
+export type { RawFormatSpec, RawOutputFormat } from '../../audio/output-formats.js';
 
 /** `voice_settings` as sent in the first message. */
 export interface WireVoiceSettings {
