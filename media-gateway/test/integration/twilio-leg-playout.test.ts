@@ -27,13 +27,25 @@ let pacer: OutboundPacer;
 let legs: TwilioLeg[];
 let sim: TwilioCallerSimulator | undefined;
 
-beforeEach(async () => {
-  server = createServer((_req, res) => res.writeHead(404).end());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  pacer = new OutboundPacer();
+/** Serves media streams on the test's server, paced by `p`. */
+function attach(p: OutboundPacer): void {
+  pacer = p;
   legs = [];
   const base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
   streams = attachTwilioMediaStreams(server, { publicUrl: base, authToken: undefined, logger, pacer, onCall: (leg) => void legs.push(leg) });
+}
+
+/** Replaces the media streams and their pacer (a test that needs a pacer of its own). */
+async function reattach(p: OutboundPacer): Promise<void> {
+  await streams.close();
+  pacer.stop();
+  attach(p);
+}
+
+beforeEach(async () => {
+  server = createServer((_req, res) => res.writeHead(404).end());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  attach(new OutboundPacer());
 });
 afterEach(async () => {
   sim?.drop();
@@ -92,12 +104,7 @@ describe('TwilioLeg playout hooks', () => {
   it("serves the pacer's due step from the caller's messages when its timer is late", async () => {
     // A pacer whose timer never fires (a loop busy with other sockets' reads): after the
     // burst, frames leave only as the caller's own 20 ms messages arrive and find a step due.
-    await streams.close();
-    pacer.stop();
-    legs = [];
-    pacer = new OutboundPacer({ setTimer: () => 'never', clearTimer: () => {} });
-    const base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    streams = attachTwilioMediaStreams(server, { publicUrl: base, authToken: undefined, logger, pacer, onCall: (leg) => void legs.push(leg) });
+    await reattach(new OutboundPacer({ setTimer: () => 'never', clearTimer: () => {} }));
     const leg = await dial();
     const sent: number[] = [];
     leg.onAudioSent((_frame, atMs) => sent.push(atMs));
