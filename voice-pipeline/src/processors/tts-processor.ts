@@ -38,9 +38,10 @@ interface TurnSynthesis {
   endSent: boolean;
   finished: boolean;
   retried: boolean;
-  /** Ms of audio the provider gave for the turn, and when the first of it came (session clock; null: none yet). */
-  audioMs: number;
+  /** When the provider's first audio for the turn came (session clock; null: none yet). */
   firstAudioAt: number | null;
+  /** Ms of audio in `held`: it plays after everything passed on before it. */
+  heldAudioMs: number;
   /** Wakes {@link TtsProcessor.feed} when playback has caught up on held sentences. */
   wake: ReturnType<typeof setTimeout> | null;
   stream: TtsStream | null;
@@ -52,10 +53,12 @@ interface TurnSynthesis {
  * Speaks each agent turn through one TTS stream, opened as the turn starts (hiding the
  * connection time behind the LLM's first token). Sentences are flushed one by one so
  * audio starts after the first. Once audio plays, the next sentence waits until the turn's
- * audio is less than `lookaheadMs` ahead of playback (reckoned from its first audio at real
- * time, so a pause only makes it go sooner): the part of a long answer that a barge-in cuts
- * off is mostly never synthesised, received or counted. Turns play in the order they started: audio of a later
- * turn waits until the earlier one is done. `interrupt` aborts every stream at once.
+ * audio is less than `lookaheadMs` ahead of playback: the part of a long answer that a barge-in
+ * cuts off is mostly never synthesised, received or counted. Playback is reckoned at real time
+ * from the audio passed on (a pause only makes a sentence go sooner). Turns play in the order
+ * they started: audio of a later turn waits until the earlier one is done, and its own
+ * lookahead counts the earlier turns' audio still to play before its own. `interrupt` aborts
+ * every stream at once.
  * A stream that fails before any audio is reopened once with the same text.
  */
 export class TtsProcessor extends Processor {
@@ -68,6 +71,11 @@ export class TtsProcessor extends Processor {
   private readonly lookaheadMs: number;
   /** Bytes per ms of the output format (every `TtsOutputFormat` is raw audio at a fixed rate). */
   private readonly bytesPerMs: number;
+  /**
+   * When the audio passed on so far will have played (session clock), reckoning each chunk to
+   * start when it is passed on or when the one before it ends, whichever is later.
+   */
+  private playoutEndsAt = 0;
 
   constructor(private readonly opts: TtsProcessorOptions) {
     super();
@@ -93,8 +101,8 @@ export class TtsProcessor extends Processor {
           endSent: false,
           finished: false,
           retried: false,
-          audioMs: 0,
           firstAudioAt: null,
+          heldAudioMs: 0,
           wake: null,
           stream: null,
           held: [],
@@ -127,6 +135,8 @@ export class TtsProcessor extends Processor {
         this.firstSentenceAt.clear();
         this.firstByteMs.clear();
         this.order.length = 0;
+        // The carrier drops what it had queued: nothing passed on is still to play.
+        this.playoutEndsAt = 0;
         this.push(frame);
         return;
       default:
@@ -152,7 +162,6 @@ export class TtsProcessor extends Processor {
             const sentAt = this.firstSentenceAt.get(turn.id);
             if (sentAt !== undefined) this.firstByteMs.set(turn.id, now - sentAt);
           }
-          turn.audioMs += ev.audio.byteLength / this.bytesPerMs;
           this.emit(turn, { kind: 'tts.audio', turnId: turn.id, mulaw: ev.audio, alignment: ev.alignment, at: now });
         } else {
           break;
@@ -210,10 +219,13 @@ export class TtsProcessor extends Processor {
     }
   }
 
-  /** Ms of the turn's audio not yet played, reckoning playback from its first audio; 0 until it plays, or when it is not the turn playing. */
+  /**
+   * How far the end of the turn's audio so far is ahead of playback, ms: the audio passed on and
+   * not yet played (earlier turns' too) plus the turn's own held audio. 0 before its first audio.
+   */
   private aheadMs(turn: TurnSynthesis): number {
-    if (this.lookaheadMs <= 0 || turn.firstAudioAt === null || this.order[0] !== turn.id) return 0;
-    return turn.audioMs - (this.opts.clock() - turn.firstAudioAt);
+    if (this.lookaheadMs <= 0 || turn.firstAudioAt === null) return 0;
+    return Math.max(0, this.playoutEndsAt - this.opts.clock()) + turn.heldAudioMs;
   }
 
   private abort(turn: TurnSynthesis): void {
@@ -230,8 +242,17 @@ export class TtsProcessor extends Processor {
 
   /** Sends a frame now if its turn is the one speaking, else holds it. */
   private emit(turn: TurnSynthesis, frame: Frame): void {
-    if (this.order[0] === turn.id) this.push(frame);
-    else turn.held.push(frame);
+    if (this.order[0] === turn.id) this.pass(frame);
+    else {
+      turn.held.push(frame);
+      if (frame.kind === 'tts.audio') turn.heldAudioMs += frame.mulaw.byteLength / this.bytesPerMs;
+    }
+  }
+
+  /** Passes a frame on; audio extends the reckoned playback. */
+  private pass(frame: Frame): void {
+    if (frame.kind === 'tts.audio') this.playoutEndsAt = Math.max(this.playoutEndsAt, this.opts.clock()) + frame.mulaw.byteLength / this.bytesPerMs;
+    this.push(frame);
   }
 
   private advance(): void {
@@ -245,8 +266,9 @@ export class TtsProcessor extends Processor {
       }
       const next = this.order[0] ? this.turns.get(this.order[0]) : undefined;
       if (next) {
-        for (const f of next.held) this.push(f);
+        for (const f of next.held) this.pass(f);
         next.held = [];
+        next.heldAudioMs = 0;
       }
     }
   }

@@ -243,6 +243,45 @@ describe('TtsProcessor', () => {
       expect(s.ended).toBe(true);
     });
 
+    it("counts the earlier turn's audio still to play before a queued turn's own", async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const { tts, h, setNow } = setup({}, 1000);
+      h.down(frames.turnStart('a'), frames.sentence('a', 'First turn speaks.'));
+      h.down(frames.turnStart('b'), frames.sentence('b', 'Second turn speaks.'));
+      await settle();
+      const [sa, sb] = tts.streams;
+      setNow(100);
+      sa!.audio(mulawMs(2000)); // plays until 2100
+      sb!.audio(mulawMs(500)); // held: plays after a's
+      await settle();
+      expect(byTurn(h)).toEqual(['agent.turn-start:a', 'tts.sentence:a', 'tts.audio:a']);
+      setNow(200);
+      h.down(frames.sentence('b', 'It has more to say.'), frames.llmDone('b'));
+      // 1900 ms of a's audio still to play, then 500 of b's own: 2400 ahead.
+      expect(sb!.texts).toEqual(['Second turn speaks. ']);
+      expect(h.upOf('usage').map((f) => f.usage.ttsCharacters)).toEqual([18, 19]);
+      vi.advanceTimersByTime(1399);
+      expect(sb!.texts).toHaveLength(1);
+      setNow(1600); // 500 + 500 ahead
+      vi.advanceTimersByTime(1);
+      expect(sb!.texts).toEqual(['Second turn speaks. ', 'It has more to say. ']);
+      expect(sb!.ended).toBe(true);
+    });
+
+    it('after a barge-in, a new turn reckons from its own audio only', async () => {
+      const { tts, h, setNow } = await playing(1000);
+      h.down(frames.interrupt(300));
+      h.down(frames.turnStart('t2'), frames.sentence('t2', 'Sure, which day?'));
+      await settle();
+      const s2 = tts.streams[1]!;
+      setNow(300);
+      s2.audio(mulawMs(500));
+      await settle();
+      h.down(frames.sentence('t2', 'We have slots on Monday.'), frames.llmDone('t2'));
+      // 500 ms ahead, not 3000 - 200 of the cut-off turn's as well.
+      expect(s2.texts).toEqual(['Sure, which day? ', 'We have slots on Monday. ']);
+    });
+
     it('lookaheadMs 0 sends every sentence as it comes', async () => {
       const { s } = await playing(0);
       expect(s.texts).toHaveLength(2);
