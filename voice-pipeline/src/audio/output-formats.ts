@@ -5,7 +5,7 @@
  */
 
 /** Every raw output format: the adapters' `TtsOutputFormat` is a subset. */
-export const RAW_OUTPUT_FORMATS = ['ulaw_8000', 'alaw_8000', 'pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100'] as const;
+const RAW_OUTPUT_FORMATS = ['ulaw_8000', 'alaw_8000', 'pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100'] as const;
 export type RawOutputFormat = (typeof RAW_OUTPUT_FORMATS)[number];
 
 /** Encoding and sample rate behind a raw format (`pcm_*` is s16le mono, `ulaw`/`alaw` raw G.711). */

@@ -245,14 +245,19 @@ export class TtsProcessor extends Processor {
     if (this.order[0] === turn.id) this.pass(frame);
     else {
       turn.held.push(frame);
-      if (frame.kind === 'tts.audio') turn.heldAudioMs += frame.mulaw.byteLength / this.bytesPerMs;
+      if (frame.kind === 'tts.audio') turn.heldAudioMs += this.playingMs(frame.mulaw);
     }
   }
 
   /** Passes a frame on; audio extends the reckoned playback. */
   private pass(frame: Frame): void {
-    if (frame.kind === 'tts.audio') this.playoutEndsAt = Math.max(this.playoutEndsAt, this.opts.clock()) + frame.mulaw.byteLength / this.bytesPerMs;
+    if (frame.kind === 'tts.audio') this.playoutEndsAt = Math.max(this.playoutEndsAt, this.opts.clock()) + this.playingMs(frame.mulaw);
     this.push(frame);
+  }
+
+  /** How long a chunk of the output format plays, ms. */
+  private playingMs(audio: Uint8Array): number {
+    return audio.byteLength / this.bytesPerMs;
   }
 
   private advance(): void {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { characterTimings } from '../../src/providers/elevenlabs/sim-audio.js';
-import { parseServerMessage, rawFormatSpec, streamInputPath, toWebSocketBase, toWireVoiceSettings } from '../../src/providers/elevenlabs/wire.js';
+import { rawFormatSpec } from '../../src/audio/output-formats.js';
+import { parseServerMessage, streamInputPath, toWebSocketBase, toWireVoiceSettings } from '../../src/providers/elevenlabs/wire.js';
 
 describe('ElevenLabs wire', () => {
   it('decodes an audio message and its alignment, accepting both spellings of the durations', () => {

@@ -6,7 +6,8 @@
 import { alawEncode, mulawEncode } from '../../audio/g711.js';
 import { pcm16ToBytesLE } from '../../audio/pcm.js';
 import { synthesizeSpeech } from '../../audio/synth.js';
-import type { RawFormatSpec, WireAlignment } from './wire.js';
+import type { RawFormatSpec } from '../../audio/output-formats.js';
+import type { WireAlignment } from './wire.js';
 
 /** One `audio` message's content before base64. */
 export interface SimAudioChunk {

@@ -5,7 +5,7 @@
  */
 import type { Socket } from 'node:net';
 import { DEFAULT_SCHEDULE, SimSocket } from './sim-socket.js';
-import type { RawFormatSpec } from './wire.js';
+import type { RawFormatSpec } from '../../audio/output-formats.js';
 
 /** Faults the simulator can inject; see `ElevenLabsSimulator.setFaults`. */
 export interface ElevenLabsSimFaults {

@@ -11,7 +11,7 @@ import { renderGeneration } from './sim-audio.js';
 import { MultiSimSession } from './sim-multi-session.js';
 import { DEFAULT_FAULTS, SimSession } from './sim-session.js';
 import type { ElevenLabsSimConnection, ElevenLabsSimFaults } from './sim-session.js';
-import { rawFormatSpec } from './wire.js';
+import { rawFormatSpec } from '../../audio/output-formats.js';
 
 export type { ElevenLabsSimConnection, ElevenLabsSimFaults } from './sim-session.js';
 

@@ -13,11 +13,6 @@ import type { TtsAlignment, TtsVoiceSettings } from '../types.js';
 export const ELEVENLABS_WEBSOCKETS = ['multi-stream-input', 'stream-input'] as const;
 export type ElevenLabsWebSocket = (typeof ELEVENLABS_WEBSOCKETS)[number];
 
-// Raw output formats are provider-neutral (the TTS processor reckons playback time from them);
-// the adapter and the simulator read them from here as before.
-export { RAW_OUTPUT_FORMATS, rawFormatSpec } from '../../audio/output-formats.js';
-export type { RawFormatSpec, RawOutputFormat } from '../../audio/output-formats.js';
-
 /** `voice_settings` as sent in the first message. */
 export interface WireVoiceSettings {
   stability?: number;
