@@ -102,14 +102,7 @@ export class SttProcessor extends Processor {
         this.originAtNextFrame = false;
         this.streamOriginAt = at;
       }
-      // Chunks end on a grid of the call's audio (every chunkMs of it), not chunkMs after the
-      // last send: an onset or a Finalize sends early without shifting where later chunks end,
-      // so the end of speech falls anywhere within a chunk, as the speech's length decides.
-      const before = this.audioMsSent + this.heldMs;
-      this.held.push(bytes);
-      this.heldBytes += bytes.length;
-      this.heldMs += ms;
-      if (Math.floor((before + ms) / this.chunkMs) > Math.floor(before / this.chunkMs)) this.flushHeld();
+      this.hold(bytes, ms);
       return;
     }
     if (this.pending.length === 0) this.streamOriginAt = at;
@@ -121,6 +114,20 @@ export class SttProcessor extends Processor {
       this.pendingMs -= this.durationMs(dropped);
       this.streamOriginAt += this.durationMs(dropped);
     }
+  }
+
+  /**
+   * Adds audio for an open stream to what is held, sending it when a chunk is complete. Chunks
+   * end on a grid of the call's audio (every chunkMs of it), not chunkMs after the last send: an
+   * onset or a Finalize sends early without shifting where later chunks end, so the end of
+   * speech falls anywhere within a chunk, as the speech's length decides.
+   */
+  private hold(bytes: Uint8Array, ms: number): void {
+    const before = this.audioMsSent + this.heldMs;
+    this.held.push(bytes);
+    this.heldBytes += bytes.length;
+    this.heldMs += ms;
+    if (Math.floor((before + ms) / this.chunkMs) > Math.floor(before / this.chunkMs)) this.flushHeld();
   }
 
   /** Sends the held audio as one chunk (one WebSocket frame); with the stream lost, it joins the reconnect buffer. */
@@ -173,10 +180,13 @@ export class SttProcessor extends Processor {
     }
     this.originAtNextFrame = this.pending.length === 0;
     this.stream = stream;
-    for (const chunk of this.pending) stream.send(chunk);
-    this.audioMsSent += this.pendingMs;
+    // The audio that came while connecting (a carrier frame a piece: 35-70 of them when a call
+    // starts on a busy gateway) goes in chunks like live audio, not a WebSocket frame and a
+    // socket write per frame; a last part short of a chunk waits for the next.
+    const pending = this.pending;
     this.pending = [];
     this.pendingMs = 0;
+    for (const piece of pending) this.hold(piece, this.durationMs(piece));
     try {
       for await (const ev of stream.events) {
         const now = this.opts.clock();

@@ -8,6 +8,11 @@ function frame(n: number, at: number) {
   return { kind: 'audio.in' as const, mulaw: new Uint8Array(160).fill(n), pcm: new Int16Array(160), at };
 }
 
+/** from, from + 1, …, to. */
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+/** The first byte of each 160-byte frame in a chunk: which frames it carries, in order. */
+const framesIn = (chunk: Uint8Array) => [...chunk].filter((_, k) => k % 160 === 0);
+
 /** An open processor; `utterance` opens an utterance first (the turn detector heard speech), as most tests need. */
 async function opened(stt: FakeStt, sendChunkMs?: number, utterance = true) {
   const proc = new SttProcessor({ provider: stt, stream: { encoding: 'mulaw', sampleRateHz: 8000, interimResults: true, endpointingMs: 300, utteranceEndMs: 1000 }, clock: () => 0, ...(sendChunkMs === undefined ? {} : { sendChunkMs }) });
@@ -25,10 +30,10 @@ describe('SttProcessor passes transcripts on', () => {
     const h = new Harness(proc);
     h.down({ kind: 'call.start', at: 0 } as never);
     // Audio from 1 s into the call, held while the stream connects: the stream's time 0 is then.
-    for (let i = 0; i < 10; i++) h.down(frame(i, 1000 + i * 20));
+    for (let i = 0; i < 12; i++) h.down(frame(i, 1000 + i * 20));
     await new Promise((r) => setTimeout(r, 0));
     const stream = stt.streams[0]!;
-    expect(stream.sent.length).toBeGreaterThan(0);
+    expect(stream.sent.map(framesIn)).toEqual([range(0, 11)]);
     const word = { word: 'book', startMs: 100, endMs: 300, confidence: 0.6 };
     stream.emit({ type: 'transcript', text: 'book', isFinal: false, speechFinal: false, confidence: 0.6, startMs: 0, endMs: 320, words: [word] });
     stream.emit({ type: 'transcript', text: '', isFinal: false, speechFinal: false, confidence: 0, startMs: 0, endMs: 340, words: [] });
@@ -78,8 +83,7 @@ describe('SttProcessor sends caller audio in chunks', () => {
       }
     };
     /** The frames (by number) each send carried. */
-    const sends = () => stream.sent.map((c) => Array.from({ length: c.length / 160 }, (_, k) => c[k * 160]));
-    const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    const sends = () => stream.sent.map(framesIn);
     feed(27);
     expect(sends()).toEqual([range(1, 12), range(13, 24)]);
     // Speech onset at 540 ms: the held frames go at once, so the STT hears them when the local VAD did.
@@ -135,9 +139,34 @@ describe('SttProcessor sends caller audio in chunks', () => {
     await new Promise((r) => setTimeout(r, 260));
     const next = stt.streams[1];
     expect(next).toBeDefined();
-    expect(next!.sent.map((c) => [c.length, c[0]])).toEqual([
-      [160, 6],
-      [160, 7],
-    ]);
+    // Replayed like live audio: held until the chunk they belong to is complete, then sent with it.
+    expect(next!.sent).toHaveLength(0);
+    for (let i = 8; i <= 10; i++) h.down(frame(i, i * 20));
+    expect(next!.sent.map(framesIn)).toEqual([range(6, 10)]);
+  });
+
+  it('audio that came while the stream was connecting goes in chunks on the same grid, not a send per frame', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const stt = new FakeStt();
+    const open = stt.open.bind(stt);
+    stt.open = async (options, signal) => {
+      await gate;
+      return open(options, signal);
+    };
+    const proc = new SttProcessor({ provider: stt, stream: { encoding: 'mulaw', sampleRateHz: 8000, interimResults: true, endpointingMs: 300, utteranceEndMs: 1000 }, clock: () => 0 });
+    const h = new Harness(proc);
+    h.down({ kind: 'call.start', at: 0 } as never);
+    // 700 ms of the caller's audio while the provider has not answered yet.
+    for (let i = 1; i <= 35; i++) h.down(frame(i, i * 20));
+    release();
+    await new Promise((r) => setTimeout(r, 0));
+    const stream = stt.streams[0]!;
+    // Two 240 ms chunks (no utterance is open); the last 220 ms wait for the chunk they end.
+    expect(stream.sent.map(framesIn)).toEqual([range(1, 12), range(13, 24)]);
+    expect(proc.audioMs).toBe(480);
+    h.down(frame(36, 36 * 20));
+    expect(stream.sent.map(framesIn)).toEqual([range(1, 12), range(13, 24), range(25, 36)]);
+    expect(proc.audioMs).toBe(720);
   });
 });
