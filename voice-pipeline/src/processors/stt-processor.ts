@@ -180,9 +180,10 @@ export class SttProcessor extends Processor {
     }
     this.originAtNextFrame = this.pending.length === 0;
     this.stream = stream;
-    // The audio that came while connecting (a carrier frame a piece: 35-70 of them when a call
-    // starts on a busy gateway) goes in chunks like live audio, not a WebSocket frame and a
-    // socket write per frame; a last part short of a chunk waits for the next.
+    // The audio that came while connecting (a carrier frame a piece: a few at a call's start on
+    // loopback, more over TLS to a real provider, up to `bufferMs` of them after a drop) goes in
+    // chunks like live audio, not a WebSocket frame and a socket write per frame; a last part
+    // short of a chunk waits for the chunk it ends.
     const pending = this.pending;
     this.pending = [];
     this.pendingMs = 0;
