@@ -42,6 +42,13 @@ interface ActiveCall {
  */
 export class CallSessions {
   private readonly active = new Map<string, ActiveCall>();
+  /**
+   * Calls whose `call.prepare` is on its way (by leg: a duplicated stream has its own). The control plane
+   * has created their conversation (or is about to) and has not been heard back from: the
+   * heartbeat names them so a conversation answered a moment before a beat is not taken for
+   * one this gateway dropped.
+   */
+  private readonly preparing = new Map<CallLeg, { provider: string; callSid: string }>();
   private readonly recent = new Map<string, CallSummary>();
   private heartbeat: NodeJS.Timeout | undefined;
   private beat: (() => void) | undefined;
@@ -95,6 +102,7 @@ export class CallSessions {
           intervalMs: this.deps.heartbeatIntervalMs,
           at: new Date().toISOString(),
           draining: this.draining,
+          preparing: [...this.preparing.values()],
         })
         .catch((err: unknown) => this.deps.logger.warn({ err }, 'heartbeat publish failed'));
     };
@@ -161,6 +169,7 @@ export class CallSessions {
     }
     const metadata = Object.fromEntries(Object.entries(p).filter(([k]) => !ROUTING_PARAMETERS.has(k)));
     let prepared: ReplyPayload<'callPrepare'>;
+    this.preparing.set(leg, { provider: leg.provider, callSid: leg.callSid });
     try {
       prepared = await this.deps.bus.request(
         'callPrepare',
@@ -183,6 +192,9 @@ export class CallSessions {
       log.error({ err, code: err instanceof BusRequestError ? err.code : undefined }, 'no control plane took the call; hanging up');
       await leg.hangup();
       return;
+    } finally {
+      // An answered call is in `active` before anything awaits (below), so no beat finds it in neither.
+      this.preparing.delete(leg);
     }
     if (!prepared.ok) {
       log.warn({ code: prepared.code }, 'control plane refused the call; hanging up');

@@ -107,6 +107,35 @@ describe('lost gateways', () => {
     expect(rows).toEqual([{ interval_ms: 1000 }]);
   });
 
+  it('counts the two intervals from the heartbeat\'s arrival, not from after its settle wait', async () => {
+    const gw = newId('gw');
+    // 1.5 s old when the heartbeat (1 s interval) arrives: younger than two intervals then, and
+    // older than two by the end of the 1 s settle wait, which must not count.
+    const young = await callStartedAgo(1500, gw);
+    const old = await callStartedAgo(2500, gw);
+    await calls.calls.heartbeat({ gatewayId: gw, activeConversationIds: [], intervalMs: 1000, at: new Date().toISOString() }, 1000);
+    expect(await statusOf(young)).toBe('in_progress');
+    expect(await statusOf(old)).toBe('failed');
+  });
+
+  it('does not fail a call its gateway is still preparing (the answer to call.prepare not yet back), by provider and call id', async () => {
+    const gw = newId('gw');
+    const req = prepareRequest(tenant.tenantId, agent.id, { gatewayId: gw });
+    offsetMs = -5000;
+    const preparing = (await prepareCall(t.bus, req)).conversationId;
+    offsetMs = 0;
+    const dropped = await callStartedAgo(5000, gw);
+    // A call id names a call of its carrier only: this Vonage call is not the Twilio one listed.
+    const vonage = prepareRequest(tenant.tenantId, agent.id, { gatewayId: gw, provider: 'vonage' });
+    offsetMs = -5000;
+    const sameSidElsewhere = (await prepareCall(t.bus, vonage)).conversationId;
+    offsetMs = 0;
+    await calls.calls.heartbeat({ gatewayId: gw, activeConversationIds: [], intervalMs: 1000, at: new Date().toISOString(), preparing: [{ provider: 'twilio', callSid: req.callSid }, { provider: 'twilio', callSid: vonage.callSid }] });
+    expect(await statusOf(preparing)).toBe('in_progress');
+    expect(await statusOf(dropped)).toBe('failed');
+    expect(await statusOf(sameSidElsewhere)).toBe('failed');
+  });
+
   it('forgets gateways not heard from for an hour (the voice webhooks read the table on every call); a call of one is still failed', async () => {
     const gone = newId('gw');
     const id = await callStartedAgo(HEARTBEAT_RETENTION_MS + 60_000, gone);

@@ -179,7 +179,11 @@ export const SUBJECTS = {
    * `draining`: the gateway is shutting down and takes no new call (sent at once when the
    * drain starts); while every gateway heard from drains, a control plane answers carriers'
    * new calls with its apology instead of a stream that would be refused. Absent (gateways of
-   * earlier versions): not draining.
+   * earlier versions): not draining. `preparing`: the carrier calls whose `call.prepare` the
+   * gateway has sent and not yet had answered. The control plane creates a conversation when it
+   * answers, so until the answer reaches the gateway the conversation is in progress on this
+   * gateway without being in `activeConversationIds`; it is not taken for dropped. Absent
+   * (gateways of earlier versions): none.
    */
   gatewayHeartbeat: {
     subject: (gatewayId: string) => `gateway.${gatewayId}.heartbeat`,
@@ -190,6 +194,7 @@ export const SUBJECTS = {
       intervalMs: z.number().int().positive(),
       at: z.string(),
       draining: z.boolean().optional(),
+      preparing: z.array(z.object({ provider: z.string(), callSid: z.string() })).optional(),
     }),
   },
   /** A message of a live call was spoken or heard; stored at once so a crash loses little. */

@@ -262,16 +262,19 @@ export class CallService {
 
   /**
    * Records a gateway heartbeat; then fails its in-progress calls missing from the
-   * heartbeat's list that started more than two intervals ago (the gateway restarted or
-   * dropped them). The check waits `settleMs` first, so an end record the gateway sent
-   * just before this heartbeat, and that another control plane is storing, commits first.
+   * heartbeat's lists (active, and still being prepared) that had started two intervals
+   * before the heartbeat arrived (the gateway restarted or dropped them). The check waits
+   * `settleMs` first, so an end record the gateway sent just before this heartbeat, and that
+   * another control plane is storing, commits first; the two intervals are counted from the
+   * arrival, not from after that wait, which would shorten them (with a 500 ms interval, to
+   * nothing: a call answered a moment before a beat was failed on a busy machine).
    */
   async heartbeat(hb: Payload<'gatewayHeartbeat'>, settleMs = 0): Promise<void> {
-    await this.blind(this.repo.heartbeat(hb.gatewayId, hb.intervalMs, new Date(this.now()), hb.draining ?? false));
+    const arrivedMs = this.now();
+    await this.blind(this.repo.heartbeat(hb.gatewayId, hb.intervalMs, new Date(arrivedMs), hb.draining ?? false));
     if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
-    const nowMs = this.now();
     const staged: PlatformEvent[] = [];
-    const lost = await this.repo.failMissing(hb.gatewayId, hb.activeConversationIds, new Date(nowMs - 2 * hb.intervalMs), new Date(nowMs), this.stagingLost(staged));
+    const lost = await this.repo.failMissing(hb.gatewayId, { conversationIds: hb.activeConversationIds, preparing: hb.preparing ?? [] }, new Date(arrivedMs - 2 * hb.intervalMs), new Date(this.now()), this.stagingLost(staged));
     if (lost.length > 0) this.log.warn({ gatewayId: hb.gatewayId, conversationIds: lost.map((r) => r.id) }, 'calls missing from their gateway heartbeat failed');
     await this.announce(staged);
   }

@@ -465,13 +465,26 @@ export class ConversationRepository {
   }
 
   /**
-   * Fails the in-progress calls of a gateway that its heartbeat no longer lists, if they
-   * started before `startedBefore` (younger calls may not have reached the list yet).
+   * Fails the in-progress calls of a gateway that its heartbeat no longer lists, neither among
+   * its conversations nor among the calls it is still preparing (by provider and carrier call
+   * id: it has not heard their conversation's id yet), if they started before `startedBefore`
+   * (younger calls may not have reached the list yet).
    * `status = 'in_progress'` in the UPDATE makes it safe for every control plane to run.
    */
-  async failMissing(gatewayId: string, activeConversationIds: string[], startedBefore: Date, now: Date, onFailed?: InTransaction<ConversationRow[]>): Promise<ConversationRow[]> {
+  async failMissing(
+    gatewayId: string,
+    listed: { conversationIds: string[]; preparing: { provider: string; callSid: string }[] },
+    startedBefore: Date,
+    now: Date,
+    onFailed?: InTransaction<ConversationRow[]>,
+  ): Promise<ConversationRow[]> {
     const where: SQL[] = [eq(conversations.status, 'in_progress'), eq(conversations.gatewayId, gatewayId), lt(conversations.startedAt, startedBefore)];
-    if (activeConversationIds.length > 0) where.push(notInArray(conversations.id, activeConversationIds));
+    if (listed.conversationIds.length > 0) where.push(notInArray(conversations.id, listed.conversationIds));
+    if (listed.preparing.length > 0) {
+      const pairs = sql.join(listed.preparing.map((c) => sql`(${c.provider}, ${c.callSid})`), sql`, `);
+      // coalesce: a row without a carrier call id is not among them (NOT IN would be null for it).
+      where.push(sql`not coalesce((${conversations.provider}, ${conversations.externalId}) in (${pairs}), false)`);
+    }
     return this.db.transaction(async (tx) => {
       const rows = await tx
         .update(conversations)
