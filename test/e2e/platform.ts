@@ -247,6 +247,12 @@ export async function callInProgress(p: Platform, callSid = twilioSid('CA')): Pr
     5000,
     'no conversation for the call',
   );
-  await until(async () => (await p.api('GET', `/api/v1/conversations/${conversationId}/messages`)).body.messages.length > 0, 15_000, 'no message stored for the call');
+  try {
+    await until(async () => (await p.api('GET', `/api/v1/conversations/${conversationId}/messages`)).body.messages.length > 0, 15_000, 'no message stored for the call');
+  } catch (err) {
+    // Say why: a call the control plane ended meanwhile (e.g. taken for lost) drops its messages.
+    const { rows } = await p.cp.database.pool.query('select status, end_reason from conversations where id = $1', [conversationId]);
+    throw new Error(`${(err as Error).message} (conversation ${JSON.stringify(rows[0])}, gateway calls ${p.gateway.sessions?.activeCalls})`, { cause: err });
+  }
   return { call: placed.call, callSid, conversationId };
 }
