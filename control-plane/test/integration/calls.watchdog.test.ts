@@ -186,6 +186,27 @@ describe('lost gateways', () => {
     }
   });
 
+  it('does not count gateway silence over a stall of its own process (heartbeats wait unread behind its timer)', async () => {
+    const timed = startCalls(t.database.db, t.bus, { now, watchdog: { intervalMs: 100 } });
+    try {
+      const gw = newId('gw');
+      const id = await callStartedAgo(0, gw);
+      const beat = () => calls.calls.heartbeat({ gatewayId: gw, activeConversationIds: [id], intervalMs: 300, at: new Date().toISOString() });
+      await beat();
+      // The loop blocked for 1.2 s: four heartbeat intervals, past the stale limit of three.
+      const until = performance.now() + 1200;
+      while (performance.now() < until);
+      // The watchdog's late tick comes first; the gateway's beats (here: the next one) after it.
+      await new Promise((r) => setTimeout(r, 150));
+      await beat();
+      await new Promise((r) => setTimeout(r, 100));
+      await beat();
+      expect(await statusOf(id)).toBe('in_progress');
+    } finally {
+      await timed.close();
+    }
+  });
+
   it('runs on its own timer while the control plane runs', async () => {
     const timed = startCalls(t.database.db, t.bus, { now, watchdog: { intervalMs: 50 } });
     try {

@@ -64,7 +64,8 @@ export class CallService {
   /**
    * Since when this control plane has seen every gateway heartbeat it was sent (ms, `now`
    * clock): its start, or the last time it could not store one or run a watchdog pass (the
-   * database was unreachable), or found itself cut off from the bus (NATS down or unreachable).
+   * database was unreachable), found itself cut off from the bus (NATS down or unreachable),
+   * or found that its own event loop had stalled (the watchdog's timer came late).
    * A gateway is judged lost only on heartbeats missing over a window this control plane saw
    * whole: after a restart or an outage, the heartbeats it could not get or store are not taken
    * for a gateway gone quiet.
@@ -88,6 +89,11 @@ export class CallService {
     this.now = deps.now ?? Date.now;
     this.heartbeatsSeenSince = deps.heartbeatsSeenSince ?? this.now();
     this.streamTokens = new StreamTokens(deps.secrets, () => this.now());
+  }
+
+  /** This control plane could not take heartbeats until now (its loop stalled): gateway silence so far is not counted. */
+  heartbeatsUnheardUntilNow(): void {
+    this.heartbeatsSeenSince = Math.max(this.heartbeatsSeenSince, this.now());
   }
 
   /** A heartbeat or a watchdog pass failed: what the gateways said meanwhile is unknown here. */

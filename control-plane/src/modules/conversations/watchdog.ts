@@ -11,6 +11,8 @@ import { DEFAULT_LOST_CALL_RULES } from './call-service.js';
 export class GatewayWatchdog {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /** performance.now() of the last tick: a late one means this process stalled. */
+  private lastTickAt: number | undefined;
   private readonly rules: LostCallRules;
 
   constructor(private readonly deps: { calls: CallService; log: Logger; intervalMs?: number; rules?: Partial<LostCallRules> }) {
@@ -19,6 +21,7 @@ export class GatewayWatchdog {
 
   /** Starts the periodic pass (default every 2 s: well inside one 3× heartbeat window). */
   start(): void {
+    this.lastTickAt = performance.now();
     this.timer = setInterval(() => void this.tick(), this.deps.intervalMs ?? 2000);
     this.timer.unref();
   }
@@ -36,6 +39,17 @@ export class GatewayWatchdog {
   }
 
   private tick(): void {
+    const at = performance.now();
+    const sinceLast = at - (this.lastTickAt ?? at);
+    this.lastTickAt = at;
+    if (sinceLast > 2 * (this.deps.intervalMs ?? 2000)) {
+      // This process did not run for a while (a long pause, a starved CPU, a suspended VM): the
+      // heartbeats that came meanwhile may still wait unread behind this timer, and silence this
+      // control plane could not hear proves nothing (as after an outage).
+      this.deps.calls.heartbeatsUnheardUntilNow();
+      this.deps.log.warn({ stalledMs: Math.round(sinceLast) }, 'control plane stalled: gateway silence over the stall is not counted');
+      return;
+    }
     // A slow database must not stack passes on top of each other.
     if (this.running) return;
     this.running = this.runOnce()
