@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BusRequestError, InProcessBus, SUBJECTS, newId } from '@vap/shared';
 import { openDatabase } from '../../src/db/database.js';
 import type { Database } from '../../src/db/database.js';
 import type { CallHandling } from '../../src/modules/conversations/call-handlers.js';
 import { startDatabaseProxy } from '../database-proxy.js';
 import type { DatabaseProxy } from '../database-proxy.js';
-import { createTenant, createTestApp } from '../helpers.js';
+import { createTenant, createTestApp, isolatedDatabase } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 import { activeAgent, endedRecord, message, prepareCall, prepareRequest, publishMessage, recordEvents, startCalls } from './calls.fixtures.js';
 
@@ -19,8 +19,14 @@ let tenant: TestTenant;
 let agent: { id: string };
 let bus: InProcessBus;
 
+let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
+
 beforeAll(async () => {
-  proxy = await startDatabaseProxy(inject('databaseUrl'));
+  // A database of its own: the watchdog tests below leave a gateway silent for longer than three
+  // intervals on purpose, and any other file's control plane on the shared database (its watchdog
+  // judges every gateway there) would take that gateway for lost and fail their calls.
+  iso = await isolatedDatabase(1);
+  proxy = await startDatabaseProxy(iso.url);
   database = openDatabase(proxy.url, 4);
   bus = new InProcessBus();
   t = await createTestApp({ database, bus });
@@ -32,6 +38,7 @@ afterAll(async () => {
   await t?.close();
   await database?.close();
   await proxy?.cut();
+  await iso?.drop();
 });
 
 async function statusOf(id: string): Promise<{ status: string; end_reason: string | null; cost_total_usd: string | null }> {

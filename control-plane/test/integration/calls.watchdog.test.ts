@@ -3,7 +3,7 @@ import { newId } from '@vap/shared';
 import { openDatabase } from '../../src/db/database.js';
 import type { CallHandling } from '../../src/modules/conversations/call-handlers.js';
 import { HEARTBEAT_RETENTION_MS } from '../../src/modules/conversations/call-service.js';
-import { createTenant, createTestApp } from '../helpers.js';
+import { createTenant, createTestApp, isolatedDatabase } from '../helpers.js';
 import type { TestApp, TestTenant } from '../helpers.js';
 import { activeAgent, endedRecord, message, prepareCall, prepareRequest, publishHeartbeat, recordEvents, startCalls, waitForRow } from './calls.fixtures.js';
 
@@ -18,8 +18,14 @@ let agent: { id: string };
 let calls: CallHandling;
 let events: ReturnType<typeof recordEvents>;
 
+let iso: Awaited<ReturnType<typeof isolatedDatabase>>;
+
 beforeAll(async () => {
-  t = await createTestApp();
+  // A database of its own: these tests leave gateways silent on purpose, and any other file's
+  // control plane on the shared database (its watchdog judges every gateway there) could fail
+  // their calls first.
+  iso = await isolatedDatabase();
+  t = await createTestApp({ database: iso.database });
   tenant = await createTenant(t.database);
   agent = await activeAgent(t.app, tenant.key);
   calls = startCalls(t.database.db, t.bus, { now });
@@ -29,6 +35,7 @@ afterAll(async () => {
   await events.close();
   await calls.close();
   await t.close();
+  await iso.drop();
 });
 
 /** Starts a call on `gatewayId` dated `agoMs` in the past. */
@@ -169,7 +176,7 @@ describe('lost gateways', () => {
   });
 
   it('fails each call once when several control planes run the watchdog at the same moment', async () => {
-    const otherDb = openDatabase(t.config.databaseUrl!, 3);
+    const otherDb = openDatabase(iso.url, 3);
     const other = startCalls(otherDb.db, t.bus, { now });
     try {
       const ids = [await callStartedAgo(40_000, newId('gw')), await callStartedAgo(40_000, newId('gw'))];
