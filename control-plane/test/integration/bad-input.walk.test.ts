@@ -15,7 +15,7 @@ import type { TestApp, TestTenant } from '../helpers.js';
 import { TELEPHONY_ENV, agentWithNumber, postTwilio, voiceParams } from '../telephony-fixtures.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-type Schema = { type?: string | string[]; properties?: Record<string, Schema>; items?: Schema; $ref?: string; anyOf?: Schema[]; oneOf?: Schema[] };
+type Schema = { properties?: Record<string, Schema>; $ref?: string };
 interface Op {
   method: Method;
   path: string;

@@ -91,7 +91,7 @@ export class CallService {
     this.streamTokens = new StreamTokens(deps.secrets, () => this.now());
   }
 
-  /** This control plane could not take heartbeats until now (its loop stalled): gateway silence so far is not counted. */
+  /** This control plane could not take heartbeats until now (an outage, or its loop stalled): gateway silence so far is not counted. */
   heartbeatsUnheardUntilNow(): void {
     this.heartbeatsSeenSince = Math.max(this.heartbeatsSeenSince, this.now());
   }
@@ -99,7 +99,7 @@ export class CallService {
   /** A heartbeat or a watchdog pass failed: what the gateways said meanwhile is unknown here. */
   private blind<T>(work: Promise<T>): Promise<T> {
     return work.catch((err: unknown) => {
-      this.heartbeatsSeenSince = Math.max(this.heartbeatsSeenSince, this.now());
+      this.heartbeatsUnheardUntilNow();
       throw err;
     });
   }
@@ -293,7 +293,7 @@ export class CallService {
   async failLostCalls(rules: LostCallRules = DEFAULT_LOST_CALL_RULES): Promise<number> {
     if (!this.bus.connected) {
       // Cut off from the bus: no heartbeat reaches this control plane, whatever the gateways do.
-      this.heartbeatsSeenSince = Math.max(this.heartbeatsSeenSince, this.now());
+      this.heartbeatsUnheardUntilNow();
       return 0;
     }
     const staged: PlatformEvent[] = [];

@@ -14,15 +14,17 @@ export class GatewayWatchdog {
   /** performance.now() of the last tick: a late one means this process stalled. */
   private lastTickAt: number | undefined;
   private readonly rules: LostCallRules;
+  private readonly intervalMs: number;
 
   constructor(private readonly deps: { calls: CallService; log: Logger; intervalMs?: number; rules?: Partial<LostCallRules> }) {
     this.rules = { ...DEFAULT_LOST_CALL_RULES, ...deps.rules };
+    this.intervalMs = deps.intervalMs ?? 2000;
   }
 
   /** Starts the periodic pass (default every 2 s: well inside one 3× heartbeat window). */
   start(): void {
     this.lastTickAt = performance.now();
-    this.timer = setInterval(() => void this.tick(), this.deps.intervalMs ?? 2000);
+    this.timer = setInterval(() => void this.tick(), this.intervalMs);
     this.timer.unref();
   }
 
@@ -42,7 +44,7 @@ export class GatewayWatchdog {
     const at = performance.now();
     const sinceLast = at - (this.lastTickAt ?? at);
     this.lastTickAt = at;
-    if (sinceLast > 2 * (this.deps.intervalMs ?? 2000)) {
+    if (sinceLast > 2 * this.intervalMs) {
       // This process did not run for a while (a long pause, a starved CPU, a suspended VM): the
       // heartbeats that came meanwhile may still wait unread behind this timer, and silence this
       // control plane could not hear proves nothing (as after an outage).
