@@ -1,4 +1,6 @@
+import { eq } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { phoneNumbers } from '../../src/db/schema/phone-numbers.js';
 import { call } from '../helpers.js';
 import { numbersWorld, provisioned, storeCall } from '../telephony-numbers-fixtures.js';
 
@@ -13,9 +15,16 @@ let start: number;
  * Calls of the number (and around it) after it was provisioned: inbound to it, outbound
  * from it, one in progress, one of another number, one where the number is only the
  * caller of an inbound call, and one of another tenant with the same E.164.
+ *
+ * The number is dated an hour back so that every call lies in the past: the default period
+ * ends with today (UTC), and calls placed after now would fall on tomorrow when the file
+ * runs shortly before midnight.
  */
 beforeAll(async () => {
-  number = await provisioned(w, NUMBER);
+  const fresh = await provisioned(w, NUMBER);
+  const provisionedAt = new Date(Date.parse(fresh.provisionedAt) - 3_600_000);
+  await w.t.database.db.update(phoneNumbers).set({ provisionedAt }).where(eq(phoneNumbers.id, fresh.id));
+  number = { ...fresh, provisionedAt: provisionedAt.toISOString() };
   start = Date.parse(number.provisionedAt) + 1000;
   const at = (minutes: number) => new Date(start + minutes * 60_000);
   const tenantId = w.tenant.tenantId;
