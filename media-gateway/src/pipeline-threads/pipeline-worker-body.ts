@@ -3,7 +3,6 @@
  * sessions the gateway opens on it, each driving its leg and reporting its callbacks, log
  * lines and end through the gateway (`protocol.ts`).
  */
-import { setPriority } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import { pino } from 'pino';
@@ -13,22 +12,13 @@ import type { KnowledgeOptions, KnowledgePassage, ProviderError, SessionOutcome 
 import { Batcher, THREAD_LOOP_DELAY_RESOLUTION_MS, THREAD_READY, unpackBatch } from './protocol.js';
 import type { Batch, FromThread, ProviderErrorFields, SessionInit, SessionResult, ThreadReady, ToThread } from './protocol.js';
 import { currentThreadId } from './thread-cpu.js';
+import { lowerPipelineThreadPriority } from './thread-priority.js';
 
 const port = parentPort!;
 
-/**
- * This thread's scheduling priority, lowered (nice +10) so that the gateway's loop, which
- * must send every call's frame on time, runs first when the cores are busy: a pipeline
- * waiting a few ms is not heard, a frame sent a few ms late is. Linux only (the thread's
- * id from /proc/thread-self); elsewhere, and where it is refused, the thread runs as is.
- */
-export const PIPELINE_THREAD_NICE = 10;
 const tid = currentThreadId();
-try {
-  if (tid !== null) setPriority(tid, PIPELINE_THREAD_NICE);
-} catch {
-  // Not allowed: same priority as the loop.
-}
+// Below the gateway's loop, whatever the gateway's own priority (thread-priority.ts).
+lowerPipelineThreadPriority(tid);
 const out = new Batcher<FromThread>((batch, transfer) => port.postMessage(batch, transfer));
 
 interface Call {

@@ -173,6 +173,20 @@ describe('PipelineThreads', () => {
     expect(performance.now() - startedAt).toBeLessThan(20_000);
   }, 30_000);
 
+  it.runIf(process.platform === 'linux')('runs its threads 10 nice steps below the loop, whatever priority the gateway was started at (19 at most)', async () => {
+    const fixture = fileURLToPath(new URL('../fixtures/pipeline-thread-nice.ts', import.meta.url));
+    const niceOf = async (niceArgs: string[]) => {
+      const { stdout } = await execFileAsync('nice', [...niceArgs, process.execPath, '--import', 'tsx', fixture], { cwd: dirname(fixture), timeout: 30_000 });
+      return stdout.trim().split(' ').map(Number);
+    };
+    // `nice -n N` adds N to this process's own value (0 unless the test run itself was reniced).
+    const atOwn = await niceOf(['-n', '0']);
+    const own = atOwn[0]!;
+    expect(atOwn).toEqual([own, Math.min(19, own + 10)]);
+    expect(await niceOf(['-n', '4'])).toEqual([Math.min(19, own + 4), Math.min(19, own + 14)]);
+    expect(await niceOf(['-n', '15'])).toEqual([Math.min(19, own + 15), 19]);
+  }, 100_000);
+
   it('reports a provider failure as a ProviderError and writes the session\'s log lines to the call\'s logger at their level', async () => {
     threads = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }) });
     const leg = new InstantLeg('CA2');
