@@ -63,7 +63,7 @@ export interface PipelineThreadStats {
   tid: number | null;
   /**
    * Time it has spent ready to run but waiting for a core since it started, ms (Linux schedstat,
-   * read by the gateway as `cpuMs`). Its nice +10 makes it wait first when the cores are busy:
+   * read by the gateway as `cpuMs`). Running 10 nice steps below the loop, it waits first when the cores are busy:
    * set against `cpuMs`, this says whether its delays came from its own work or from the machine.
    */
   runQueueWaitMs: number | null;
