@@ -21,16 +21,14 @@ export function pipelineThreadNice(startedBy: number): number {
 
 /**
  * Lowers the calling pipeline thread (OS id `tid`) below the loop that started it. A new thread
- * starts at its creator's nice, so its own value at start is the loop's. Returns the value set,
- * null when there is no thread id (not Linux) or the system refused.
+ * starts at its creator's nice, so its own value at start is the loop's. Without a thread id (not
+ * Linux) or where the system refuses, the thread stays at the loop's priority.
  */
-export function lowerPipelineThreadPriority(tid: number | null): number | null {
-  if (tid === null) return null;
+export function lowerPipelineThreadPriority(tid: number | null): void {
+  if (tid === null) return;
   try {
-    const nice = pipelineThreadNice(getPriority(tid));
-    setPriority(tid, nice);
-    return nice;
+    setPriority(tid, pipelineThreadNice(getPriority(tid)));
   } catch {
-    return null;
+    // Refused: same priority as the loop.
   }
 }
