@@ -27,9 +27,10 @@ import { runLoad } from './load-generator.js';
 import type { LoadSpec, RequestSpec } from './load-generator.js';
 import { machineInfo } from './machine-info.js';
 import { withCpuProfile } from './cpu-profile.js';
-import { buildReport, compare, figuresFrom, formatMachineLoad, formatMixTable, formatTable, formatTargets, reportFileName } from './report.js';
+import { buildReport, compare, figuresFrom, formatMachineLoad, formatMixTable, formatServerLoop, formatTable, formatTargets, reportFileName } from './report.js';
 import type { Comparison, MixRequestFigures, OpenLoopSection, ScenarioFigures } from './report.js';
 import { runBounded } from './run-bounded.js';
+import type { PoolCounts } from './server-probe.js';
 
 const AGENT_BODY = {
   name: 'Bench agent',
@@ -69,11 +70,11 @@ function tagged(requests: RequestSpec[], tag: string): RequestSpec[] {
   return requests.map((r) => (r.uniqueNamePrefix === undefined ? r : { ...r, uniqueNamePrefix: `${r.uniqueNamePrefix} ${tag}` }));
 }
 
-/** One target: warm-up and measured run in one load process. */
-async function measure(config: BenchConfig, scenario: string, kind: ScenarioFigures['target'], target: Target) {
+/** One target: warm-up and measured run in one load process; `pool` is the platform's, watched over the measured run. */
+async function measure(config: BenchConfig, scenario: string, kind: ScenarioFigures['target'], target: Target, pool?: PoolCounts) {
   const shape = target.overallRate !== undefined ? `${target.overallRate} req/s over ${target.connections} connections in ${target.phases ?? 1} phases` : `${target.connections} connections`;
   progress(`${scenario} (${kind}): ${config.warmupSec > 0 ? `warm-up ${config.warmupSec} s, then ` : ''}measuring ${config.durationSec} s, ${shape}`);
-  const load = () => runLoad({ ...target, requests: tagged(target.requests, kind), warmupSec: config.warmupSec, durationSec: config.durationSec });
+  const load = () => runLoad({ ...target, requests: tagged(target.requests, kind), warmupSec: config.warmupSec, durationSec: config.durationSec }, pool ? { pool } : {});
   // Both servers run in this process, one at a time: each run is profiled on its own.
   const outcome = await withCpuProfile(config.cpuProfDir, `${scenario}-${kind}`, load);
   return { figures: figuresFrom(scenario, kind, outcome.result, outcome.latency, outcome), byLabel: outcome.byLabel };
@@ -120,7 +121,7 @@ async function setUp(config: BenchConfig, started: { platform?: BenchPlatform; b
 /** A closed-loop scenario against bare, then the platform, with the same requests. */
 async function closedLoop(w: World, scenario: string, requests: RequestSpec[]): Promise<Comparison> {
   const b = await measure(w.config, scenario, 'bare', { origin: w.bare.url, requests, connections: w.config.connections });
-  const p = await measure(w.config, scenario, 'platform', { origin: w.platform.url, requests, connections: w.config.connections });
+  const p = await measure(w.config, scenario, 'platform', { origin: w.platform.url, requests, connections: w.config.connections }, w.platform.pool);
   return compare(scenario, p.figures, b.figures);
 }
 
@@ -129,7 +130,7 @@ async function openLoop(w: World): Promise<OpenLoopSection> {
   const { ratePerSec, openLoop: shape } = w.config;
   const target = { requests, connections: shape.connections, overallRate: ratePerSec, phases: shape.phases };
   const b = await measure(w.config, 'mixed', 'bare', { ...target, origin: w.bare.url });
-  const p = await measure(w.config, 'mixed', 'platform', { ...target, origin: w.platform.url });
+  const p = await measure(w.config, 'mixed', 'platform', { ...target, origin: w.platform.url }, w.platform.pool);
   const kinds = new Map(requests.map((r) => [r.label, r.kind]));
   const byRequest = (byLabel: typeof p.byLabel): MixRequestFigures[] => byLabel.map(({ label, latency }) => ({ label, kind: kinds.get(label)!, latency }));
   return {
@@ -193,6 +194,7 @@ async function bench(config: BenchConfig, started: { platform?: BenchPlatform; b
       '',
       table,
       ...formatMachineLoad(open ? [...comparisons, open.comparison] : comparisons),
+      ...formatServerLoop(open ? [...comparisons, open.comparison] : comparisons),
       ...(open ? ['', 'open-loop mixed traffic per request (platform):', '', formatMixTable(open)] : []),
       '',
       formatTargets(report.targets),

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { createLogger, loadConfig, startControlPlane } from '@vap/control-plane';
 import type { ControlPlaneConfig } from '@vap/control-plane';
 import { InProcessBus } from '@vap/shared';
+import type { PoolCounts } from './server-probe.js';
 
 /** A control plane started for one benchmark run, on its own fresh database. */
 export interface BenchPlatform {
@@ -21,6 +22,8 @@ export interface BenchPlatform {
   databaseUrl: string;
   /** The configuration the control plane runs with. */
   config: ControlPlaneConfig;
+  /** The control plane's own Postgres pool (its requests queue here for a connection): a benchmark reads its counters, never queries on it. */
+  pool: PoolCounts;
   /** Stops the platform, then drops the bench database or removes the embedded one. */
   close(): Promise<void>;
 }
@@ -104,7 +107,7 @@ export async function startBenchPlatform(serverDatabaseUrl: string | undefined, 
     if (!apiKey || !cp.bootstrap) throw new Error('the bench database was not empty: bootstrap minted no API key');
     const databaseUrl = cp.database.pool.options.connectionString;
     if (!databaseUrl) throw new Error('the control plane pool has no connection string');
-    return { url: cp.url, apiKey, databaseMode: cp.databaseMode, tenantId: cp.bootstrap.tenantId, databaseUrl, config, close: cleanUp };
+    return { url: cp.url, apiKey, databaseMode: cp.databaseMode, tenantId: cp.bootstrap.tenantId, databaseUrl, config, pool: cp.database.pool, close: cleanUp };
   } catch (err) {
     await cleanUp();
     throw err;

@@ -2,6 +2,8 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { machineLoadBetween, readCpuTimes } from './machine-load.js';
 import type { CpuTimes } from './machine-load.js';
+import { startServerProbe } from './server-probe.js';
+import type { PoolCounts, ServerProbe } from './server-probe.js';
 import type { LatencySummary, LoadResult, RunCost } from './report.js';
 
 /** One kind of request a load run sends. */
@@ -71,7 +73,8 @@ export type LoadMessage = { kind: 'measuring' } | { kind: 'done'; outcome: LoadO
 /**
  * A run's outcome with what it cost from the start of the measured run to its report: this
  * process's CPU (where the servers under test run; null if the load process never said when
- * the measured run started) and the machine's load (also null off Linux).
+ * the measured run started), the machine's load (also null off Linux) and what this
+ * process's event loop and the given pool went through meanwhile (server-probe.ts).
  */
 export type MeasuredLoad = LoadOutcome & RunCost;
 
@@ -83,8 +86,9 @@ const GRACE_MS = 30_000;
  * load generator sharing their event loop would slow both and flatten the ratio we
  * track. A child process (not a worker thread: tsx does not load TypeScript in workers on
  * Node 20) inherits tsx through `execArgv`. The child is killed if it overruns.
+ * `serving.pool` is the Postgres pool of the server under test, sampled over the measured run.
  */
-export function runLoad(spec: LoadSpec): Promise<MeasuredLoad> {
+export function runLoad(spec: LoadSpec, serving: { pool?: PoolCounts } = {}): Promise<MeasuredLoad> {
   const entry = fileURLToPath(new URL('./load-worker.ts', import.meta.url));
   const child = fork(entry, [], { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const what = spec.requests.map((r) => r.label).join(', ');
@@ -92,10 +96,12 @@ export function runLoad(spec: LoadSpec): Promise<MeasuredLoad> {
     let settled = false;
     let cpuAtStart: NodeJS.CpuUsage | null = null;
     let machineAtStart: CpuTimes | null = null;
+    let probe: ServerProbe | null = null;
     const finish = (err: Error | null, outcome?: MeasuredLoad) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      probe?.stop();
       if (child.exitCode === null && child.signalCode === null) child.kill();
       if (err) reject(err);
       else resolve(outcome!);
@@ -106,11 +112,13 @@ export function runLoad(spec: LoadSpec): Promise<MeasuredLoad> {
       if (m.kind === 'measuring') {
         cpuAtStart = process.cpuUsage();
         machineAtStart = readCpuTimes();
+        probe = startServerProbe(serving.pool);
       } else if (m.kind === 'failed') finish(new Error(`load run failed: ${m.message}`));
       else {
         const used = cpuAtStart && process.cpuUsage(cpuAtStart);
         const machine = machineAtStart && machineLoadBetween(machineAtStart, readCpuTimes());
-        finish(null, { ...m.outcome, serverCpuMs: used ? (used.user + used.system) / 1000 : null, machine });
+        const server = probe ? probe.stop() : null;
+        finish(null, { ...m.outcome, serverCpuMs: used ? (used.user + used.system) / 1000 : null, machine, server });
       }
     });
     child.on('error', (err) => finish(err));

@@ -1,5 +1,6 @@
 import type autocannon from 'autocannon';
 import type { MachineLoad } from './machine-load.js';
+import type { ServerFigures } from './server-probe.js';
 import type { TargetCheck } from './calls/call-results.js';
 
 /** The parts of an autocannon result the report reads. */
@@ -39,6 +40,12 @@ export interface ScenarioFigures {
   cpuMsPerRequest: number | null;
   /** The whole machine's CPUs over the measured run (busy, stolen by the hypervisor); null when not read. */
   machine: MachineLoad | null;
+  /**
+   * The serving process over the measured run: its event loop's delay, that thread's time on
+   * and waiting for a core, and the control plane's Postgres pool (server-probe.ts); null when
+   * not measured.
+   */
+  server: ServerFigures | null;
 }
 
 /** What a measured run cost, beside its requests. */
@@ -47,9 +54,11 @@ export interface RunCost {
   serverCpuMs: number | null;
   /** The whole machine's CPUs over the same span. */
   machine: MachineLoad | null;
+  /** The serving process's loop (and pool) over the same span; absent or null when not probed. */
+  server?: ServerFigures | null;
 }
 
-const NOT_MEASURED: RunCost = { serverCpuMs: null, machine: null };
+const NOT_MEASURED: RunCost = { serverCpuMs: null, machine: null, server: null };
 
 /**
  * Steal above this share of the machine's CPU time in a run marks its latencies as disturbed:
@@ -217,6 +226,7 @@ export function figuresFrom(scenario: string, target: ScenarioFigures['target'],
     durationSec: result.duration,
     cpuMsPerRequest: serverCpuMs !== null && result.requests.total > 0 ? serverCpuMs / result.requests.total : null,
     machine: cost.machine,
+    server: cost.server ?? null,
   };
 }
 
@@ -389,6 +399,45 @@ export function formatMachineLoad(comparisons: Array<{ platform: MachineLoadRun;
     lines.push(`WARNING steal above ${pct(STEAL_WARNING_SHARE)} % in ${stolen.map(name).join(', ')}: the hypervisor gave this machine's CPUs to others meanwhile; compare those latencies with care, or run again`);
   }
   return lines;
+}
+
+/** What {@link serverLoopRows} reads of a run (older reports have no `server`). */
+export interface ServerLoopRun {
+  scenario: string;
+  target: string;
+  server?: ServerFigures | null;
+}
+
+export const SERVER_LOOP_HEADERS = ['run', 'loop delay p99 / max ms', 'loop ran / waited for a core, ms per s', 'pool: most waiting', 'pool: samples with a wait', 'pool: most busy'] as const;
+
+/**
+ * One row per run that probed its serving process: the loop's delay, its thread's time on and
+ * waiting for a core, and the Postgres pool (`-` for bare Fastify, which has none).
+ */
+export function serverLoopRows(comparisons: Array<{ platform: ServerLoopRun; bare: ServerLoopRun }>): string[][] {
+  const runs = comparisons.flatMap((c) => [c.platform, c.bare]).filter((f) => f.server);
+  return runs.map((f) => {
+    const s = f.server!;
+    const core = s.loopRanMsPerSec === null || s.loopWaitedMsPerSec === null ? '-' : `${fixed(s.loopRanMsPerSec, 0)} / ${fixed(s.loopWaitedMsPerSec, 0)}`;
+    return [
+      f.target === 'platform' ? f.scenario : `bare ${f.scenario}`,
+      `${fixed(s.loopDelayP99Ms, 1)} / ${fixed(s.loopDelayMaxMs, 1)}`,
+      core,
+      s.pool ? String(s.pool.waitingMax) : '-',
+      s.pool ? `${fixed(s.pool.waitingShare * 100, 1)} %` : '-',
+      s.pool ? String(s.pool.busyMax) : '-',
+    ];
+  });
+}
+
+/**
+ * The serving process during each measured run as a table with its heading, for the
+ * terminal; empty when no run probed it (reports from before it was kept).
+ */
+export function formatServerLoop(comparisons: Array<{ platform: ServerLoopRun; bare: ServerLoopRun }>): string[] {
+  const rows = serverLoopRows(comparisons);
+  if (rows.length === 0) return [];
+  return ['', 'the serving process during each measured run (its one event loop serves every request; Postgres pool sampled every 10 ms):', '', textTable(SERVER_LOOP_HEADERS, rows)];
 }
 
 /** The JSON document written under `results/`. */

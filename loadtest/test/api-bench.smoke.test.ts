@@ -32,6 +32,13 @@ function expectServed(f: ScenarioFigures, scenario: string, target: ScenarioFigu
   expect(f.machine!.busyShare).toBeLessThanOrEqual(1);
   expect(f.machine!.stealShare).toBeGreaterThanOrEqual(0);
   expect(f.machine!.stealShare).toBeLessThanOrEqual(f.machine!.busyShare);
+  // The serving process was probed over the run: its loop (Linux: its thread ran), and the platform's pool only.
+  const server = f.server!;
+  expect(server.loopDelayP99Ms).toBeGreaterThanOrEqual(0);
+  expect(server.loopDelayP99Ms).toBeLessThanOrEqual(server.loopDelayMaxMs);
+  if (process.platform === 'linux') expect(server.loopRanMsPerSec).toBeGreaterThan(0);
+  if (target === 'bare') expect(server.pool).toBeNull();
+  else expect(server.pool!.samples).toBeGreaterThan(50);
 }
 
 describe.skipIf(!reachable)('pnpm bench:api (smoke)', () => {
@@ -47,6 +54,8 @@ describe.skipIf(!reachable)('pnpm bench:api (smoke)', () => {
     expect(report.comparisons.map((c) => c.scenario)).toEqual(['get-by-id', 'create']);
     for (const c of report.comparisons) {
       expectServed(c.platform, c.scenario, 'platform');
+      // Closed loop: a request is always in flight, so some sample saw a connection checked out.
+      expect(c.platform.server!.pool!.busyMax).toBeGreaterThanOrEqual(1);
       expectServed(c.bare, c.scenario, 'bare');
       expect(c.ratioRequestsPerSec).toBeGreaterThan(0);
       expect(c.ratioCpuPerRequest).toBeGreaterThan(0);
@@ -85,6 +94,9 @@ describe.skipIf(!reachable)('pnpm bench:api (smoke)', () => {
     expect(html).toContain('open-loop mixed p99 at 100 req/s');
 
     expect(run.stdout).toMatch(/^mixed\s+\d+/m);
+    expect(run.stdout).toContain('the serving process during each measured run');
+    expect(run.stdout).toMatch(/^bare mixed\s+[\d.]+ \/ [\d.]+\s+\d+ \/ \d+\s+-\s+-\s+-$/m);
+    expect(html).toContain('The serving process');
     expect(run.stdout).toMatch(/^open-loop mixed errors \+ non-2xx\s+0\s+0 errors \(0 timeouts\), 0 non-2xx\s+PASS$/m);
   }, 120_000);
 });

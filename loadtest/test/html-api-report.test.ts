@@ -94,6 +94,21 @@ describe('renderApiReportHtml', () => {
     expect(occurrences(html, '<td class="fail">FAIL</td>')).toBe(1);
   });
 
+  it("shows the serving process's loop and pool per run when the report has them, and no such section before", () => {
+    expect(render(newReport())).not.toContain('The serving process');
+    const view = newReport();
+    const server = { loopDelayP50Ms: 0.3, loopDelayP99Ms: 14.26, loopDelayMaxMs: 61.5, loopRanMsPerSec: 498.2, loopWaitedMsPerSec: 301.7, pool: { waitingMax: 6, waitingShare: 0.031, busyMax: 10, samples: 998 } };
+    view.openLoop!.comparison.platform.server = server;
+    view.openLoop!.comparison.bare.server = { ...server, loopDelayP99Ms: 2.04, loopDelayMaxMs: 3.96, loopRanMsPerSec: 95.4, loopWaitedMsPerSec: 12.2, pool: null };
+    const html = render(view);
+    expect(markupProblems(html)).toEqual([]);
+    expect(html).toContain('<h2>The serving process</h2>');
+    expect(html).toContain('<td class="num">14.3 / 61.5</td>');
+    expect(html).toContain('<td class="num">498 / 302</td>');
+    expect(html).toContain('<td class="num">3.1 %</td>');
+    expect(html).toContain('<td>bare mixed</td><td class="num">2.0 / 4.0</td><td class="num">95 / 12</td><td class="num">-</td>');
+  });
+
   it('lists the failures and escapes what the run named', () => {
     const view = oldReport();
     view.ok = false;

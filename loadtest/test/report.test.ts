@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type autocannon from 'autocannon';
-import { API_TARGETS, buildReport, checkApiTargets, compare, failuresOf, figuresFrom, formatMachineLoad, formatMixTable, formatTable, formatTargets, mergeResults, quantile, reportFileName, summariseLatencies } from '../src/report.js';
+import { API_TARGETS, buildReport, checkApiTargets, compare, failuresOf, figuresFrom, formatMachineLoad, formatMixTable, formatServerLoop, formatTable, formatTargets, mergeResults, quantile, reportFileName, summariseLatencies } from '../src/report.js';
 import type { LatencySummary, LoadResult, OpenLoopSection, ScenarioFigures } from '../src/report.js';
 
 function histogram(values: Partial<autocannon.Histogram>): autocannon.Histogram {
@@ -24,7 +24,7 @@ function latency(p50Ms: number, p95Ms: number, p99Ms: number, maxMs: number, sam
 }
 
 function figures(target: ScenarioFigures['target'], o: Partial<ScenarioFigures> = {}): ScenarioFigures {
-  return { scenario: 'get-by-id', target, requestsPerSec: 1000, latencyP50Ms: 5, latencyP95Ms: 12, latencyP99Ms: 20, latencyMaxMs: 31, non2xx: 0, errors: 0, timeouts: 0, totalRequests: 10_000, durationSec: 10, cpuMsPerRequest: null, machine: null, ...o };
+  return { scenario: 'get-by-id', target, requestsPerSec: 1000, latencyP50Ms: 5, latencyP95Ms: 12, latencyP99Ms: 20, latencyMaxMs: 31, non2xx: 0, errors: 0, timeouts: 0, totalRequests: 10_000, durationSec: 10, cpuMsPerRequest: null, machine: null, server: null, ...o };
 }
 
 describe('quantile', () => {
@@ -88,6 +88,7 @@ describe('figuresFrom', () => {
       durationSec: 10.01,
       cpuMsPerRequest: null,
       machine: null,
+      server: null,
     });
   });
 
@@ -261,6 +262,28 @@ describe('formatMachineLoad', () => {
   it('says nothing when no run read the machine, and no warning at 5 % or less', () => {
     expect(formatMachineLoad([compare('get-by-id', figures('platform'), figures('bare'))])).toEqual([]);
     expect(formatMachineLoad([compare('get-by-id', figures('platform', { machine: { busyShare: 0.5, stealShare: 0.05 } }), figures('bare'))])).toHaveLength(1);
+  });
+});
+
+describe('formatServerLoop', () => {
+  const server = { loopDelayP50Ms: 0.4, loopDelayP99Ms: 12.34, loopDelayMaxMs: 48.06, loopRanMsPerSec: 512.4, loopWaitedMsPerSec: 287.6, pool: { waitingMax: 7, waitingShare: 0.0425, busyMax: 10, samples: 1000 } };
+
+  it("shows each probed run's loop delay, its thread's time on and waiting for a core, and the pool, with - where a run had no pool or no schedstat", () => {
+    const lines = formatServerLoop([
+      compare('mixed', figures('platform', { scenario: 'mixed', server }), figures('bare', { scenario: 'mixed', server: { ...server, loopDelayP99Ms: 1.96, loopDelayMaxMs: 4, loopRanMsPerSec: null, loopWaitedMsPerSec: null, pool: null } })),
+    ]);
+    expect(lines.slice(0, 3)).toEqual(['', 'the serving process during each measured run (its one event loop serves every request; Postgres pool sampled every 10 ms):', '']);
+    const table = lines[3]!.split('\n');
+    expect(table[0]).toBe('run         loop delay p99 / max ms  loop ran / waited for a core, ms per s  pool: most waiting  pool: samples with a wait  pool: most busy');
+    expect(table[2]).toBe('mixed                   12.3 / 48.1                               512 / 288                   7                      4.3 %               10');
+    expect(table[3]).toBe('bare mixed                2.0 / 4.0                                       -                   -                          -                -');
+    expect(table).toHaveLength(4);
+  });
+
+  it('leaves out runs that were not probed, and says nothing when none was (reports from before)', () => {
+    expect(formatServerLoop([compare('get-by-id', figures('platform'), figures('bare'))])).toEqual([]);
+    const lines = formatServerLoop([compare('get-by-id', figures('platform', { server }), figures('bare'))]);
+    expect(lines[3]!.split('\n')).toHaveLength(3);
   });
 });
 

@@ -9,10 +9,11 @@
  */
 import type { TargetCheck } from '../calls/call-results.js';
 import type { MachineLoad } from '../machine-load.js';
-import { cpuMicros, fixed, formatMachineLoad } from '../report.js';
+import { cpuMicros, fixed, formatMachineLoad, SERVER_LOOP_HEADERS, serverLoopRows } from '../report.js';
 import type { BenchReport, MachineInfo } from '../report.js';
 import { barCompareSvg, escapeHtml, htmlPage, htmlTable } from './charts.js';
 import type { Cell, CompareRow, PageSection } from './charts.js';
+import type { ServerFigures } from '../server-probe.js';
 
 /** One run's figures as the page reads them. */
 export interface FiguresView {
@@ -30,6 +31,7 @@ export interface FiguresView {
   durationSec: number;
   cpuMsPerRequest?: number | null;
   machine?: MachineLoad | null;
+  server?: ServerFigures | null;
 }
 
 /** A platform run beside its bare baseline. */
@@ -200,6 +202,21 @@ function openLoop(view: ApiReportView): PageSection | null {
   return { heading: 'Open-loop mixed traffic', html: parts.join('\n') };
 }
 
+function servingProcess(view: ApiReportView): PageSection | null {
+  const rows = serverLoopRows([...view.comparisons, ...(view.openLoop ? [view.openLoop.comparison] : [])]);
+  if (rows.length === 0) return null;
+  return {
+    heading: 'The serving process',
+    html: [
+      para(
+        'During each measured run: the delay of the one event loop that serves every request, how long its thread ran and how long it was ready but waited for a core, and the control plane\'s Postgres pool sampled every 10 ms. A latency tail with little loop delay and requests waiting on the pool is Postgres\'s; one with a long loop delay and a long wait for a core is the machine\'s; a long loop delay with little wait is the loop\'s own work.',
+        'muted',
+      ),
+      htmlTable([...SERVER_LOOP_HEADERS], rows),
+    ].join('\n'),
+  };
+}
+
 function settings(view: ApiReportView): PageSection {
   const m = view.machine;
   const rows: Cell[][] = Object.entries(view.settings ?? {}).map(([k, v]) => [k, { text: typeof v === 'string' ? v : JSON.stringify(v), className: '' }]);
@@ -210,6 +227,6 @@ function settings(view: ApiReportView): PageSection {
 /** The API benchmark's report as a self-contained HTML page. */
 export function renderApiReportHtml(report: BenchReport): string {
   const view: ApiReportView = report;
-  const sections = [summary(view), closedLoop(view), openLoop(view), settings(view)].filter((s): s is PageSection => s !== null);
+  const sections = [summary(view), closedLoop(view), openLoop(view), servingProcess(view), settings(view)].filter((s): s is PageSection => s !== null);
   return htmlPage(`API benchmark, ${view.startedAt}`, sections);
 }
