@@ -24,11 +24,11 @@ const isData = (v: object): boolean => ArrayBuffer.isView(v) || typeof (v as { p
  * back to its fields); Buffers and streams are skipped.
  */
 export function unstorableFields(value: unknown, limit = MAX_NAMED): FieldError[] {
+  if (flatAndStorable(value)) return [];
   const found: FieldError[] = [];
   // `badKey`: why the key that leads to `v` cannot be stored (reported in the order of the fields).
   const stack: { v: unknown; path: string; badKey: string | null }[] = [{ v: value, path: '', badKey: null }];
   const seen = new WeakSet<object>();
-  const join = (path: string, key: string): string => (path === '' ? key : `${path}.${key}`);
   while (stack.length > 0 && found.length < limit) {
     const { v, path, badKey } = stack.pop()!;
     if (badKey !== null) found.push({ field: path, message: `its key ${badKey}` });
@@ -52,6 +52,27 @@ export function unstorableFields(value: unknown, limit = MAX_NAMED): FieldError[
   }
   return found.slice(0, limit);
 }
+
+/**
+ * Whether `value` is an object with no object inside it whose keys and text values can all be
+ * stored: a request's path parameters and query string nearly always, which then need no walk
+ * (no stack, no set of objects seen: every API request passes here twice or three times).
+ * False sends the value to the full walk, which names what is wrong, if anything.
+ */
+function flatAndStorable(value: unknown): boolean {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || isData(value)) return false;
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (unstorableTextReason(key) !== null) return false;
+    const v = record[key];
+    if (typeof v === 'string') {
+      if (unstorableTextReason(v) !== null) return false;
+    } else if (v !== null && typeof v === 'object') return false;
+  }
+  return true;
+}
+
+const join = (path: string, key: string): string => (path === '' ? key : `${path}.${key}`);
 
 /** A key as JSON would write it, without the quotes: `\u0000`, `\ud800` readable in a field name. */
 const escaped = (key: string): string => JSON.stringify(key).slice(1, -1);

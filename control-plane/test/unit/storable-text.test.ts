@@ -61,6 +61,13 @@ describe('unstorableFields', () => {
     expect(unstorableFields(part)).toEqual([{ field: 'filename', message: NUL }]);
   });
 
+  it('names a bad key or value of a flat object (path parameters, a query string) as the full walk does', () => {
+    expect(unstorableFields({ id: 'agt_1', ['q\ud800']: 'x' })).toEqual([{ field: 'q\\ud800', message: `its key ${LONE}` }]);
+    expect(unstorableFields({ id: 'agt_1', q: 'x\ud800', n: 2 })).toEqual([{ field: 'q', message: LONE }]);
+    expect(unstorableFields({ id: 'agt_1', tags: ['a', 'b'], n: 2, on: true, none: null })).toEqual([]);
+    expect(unstorableFields({})).toEqual([]);
+  });
+
   it('stops at the limit', () => {
     expect(unstorableFields(Array.from({ length: 50 }, () => '\u0000'), 3).map((f) => f.field)).toEqual(['0', '1', '2']);
   });
