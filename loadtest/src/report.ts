@@ -1,5 +1,6 @@
 import type autocannon from 'autocannon';
 import type { MachineLoad } from './machine-load.js';
+import { POOL_SAMPLE_MS } from './server-probe.js';
 import type { ServerFigures } from './server-probe.js';
 import type { TargetCheck } from './calls/call-results.js';
 
@@ -437,7 +438,7 @@ export function serverLoopRows(comparisons: Array<{ platform: ServerLoopRun; bar
 export function formatServerLoop(comparisons: Array<{ platform: ServerLoopRun; bare: ServerLoopRun }>): string[] {
   const rows = serverLoopRows(comparisons);
   if (rows.length === 0) return [];
-  return ['', 'the serving process during each measured run (its one event loop serves every request; Postgres pool sampled every 10 ms):', '', textTable(SERVER_LOOP_HEADERS, rows)];
+  return ['', `the serving process during each measured run (its one event loop serves every request; Postgres pool sampled every ${POOL_SAMPLE_MS} ms):`, '', textTable(SERVER_LOOP_HEADERS, rows)];
 }
 
 /** The JSON document written under `results/`. */

@@ -74,7 +74,8 @@ export interface ServerProbe {
 
 /**
  * Starts watching this process's event loop (call it on the thread the server runs on) and,
- * when given, a Postgres pool. Costs a 10 ms timer for the loop histogram and one for the pool.
+ * when given, a Postgres pool. Costs a timer every {@link LOOP_DELAY_RESOLUTION_MS} for the loop
+ * histogram and one every {@link POOL_SAMPLE_MS} for the pool.
  */
 export function startServerProbe(pool?: PoolCounts): ServerProbe {
   const startedAt = performance.now();
@@ -82,14 +83,13 @@ export function startServerProbe(pool?: PoolCounts): ServerProbe {
   const delay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
   delay.enable();
   const poolState = { waitingMax: 0, waiting: 0, busyMax: 0, samples: 0 };
-  const sample = () => {
-    if (!pool) return;
+  const sample = (p: PoolCounts) => {
     poolState.samples++;
-    poolState.waitingMax = Math.max(poolState.waitingMax, pool.waitingCount);
-    if (pool.waitingCount > 0) poolState.waiting++;
-    poolState.busyMax = Math.max(poolState.busyMax, pool.totalCount - pool.idleCount);
+    poolState.waitingMax = Math.max(poolState.waitingMax, p.waitingCount);
+    if (p.waitingCount > 0) poolState.waiting++;
+    poolState.busyMax = Math.max(poolState.busyMax, p.totalCount - p.idleCount);
   };
-  const timer = pool ? setInterval(sample, POOL_SAMPLE_MS) : null;
+  const timer = pool ? setInterval(sample, POOL_SAMPLE_MS, pool) : null;
   let stopped: ServerFigures | null = null;
   return {
     stop(): ServerFigures {

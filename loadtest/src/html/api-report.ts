@@ -13,6 +13,7 @@ import { cpuMicros, fixed, formatMachineLoad, SERVER_LOOP_HEADERS, serverLoopRow
 import type { BenchReport, MachineInfo } from '../report.js';
 import { barCompareSvg, escapeHtml, htmlPage, htmlTable } from './charts.js';
 import type { Cell, CompareRow, PageSection } from './charts.js';
+import { POOL_SAMPLE_MS } from '../server-probe.js';
 import type { ServerFigures } from '../server-probe.js';
 
 /** One run's figures as the page reads them. */
@@ -209,7 +210,7 @@ function servingProcess(view: ApiReportView): PageSection | null {
     heading: 'The serving process',
     html: [
       para(
-        'During each measured run: the delay of the one event loop that serves every request, how long its thread ran and how long it was ready but waited for a core, and the control plane\'s Postgres pool sampled every 10 ms. A latency tail with little loop delay and requests waiting on the pool is Postgres\'s; one with a long loop delay and a long wait for a core is the machine\'s; a long loop delay with little wait is the loop\'s own work.',
+        `During each measured run: the delay of the one event loop that serves every request, how long its thread ran and how long it was ready but waited for a core, and the control plane's Postgres pool sampled every ${POOL_SAMPLE_MS} ms. A latency tail with little loop delay and requests waiting on the pool is Postgres's; one with a long loop delay and a long wait for a core is the machine's; a long loop delay with little wait is the loop's own work.`,
         'muted',
       ),
       htmlTable([...SERVER_LOOP_HEADERS], rows),
