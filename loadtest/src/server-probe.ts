@@ -59,7 +59,7 @@ export function parseSchedstat(text: string): { runNs: number; waitNs: number } 
 }
 
 /** The calling thread's `schedstat`; null off Linux or on a kernel without schedstats. */
-function readOwnSchedstat(): { runNs: number; waitNs: number } | null {
+export function readOwnSchedstat(): { runNs: number; waitNs: number } | null {
   try {
     return parseSchedstat(readFileSync('/proc/thread-self/schedstat', 'latin1'));
   } catch {

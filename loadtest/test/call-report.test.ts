@@ -287,6 +287,26 @@ describe('formatCallTable', () => {
     expect(formatCallTable(fixture())).not.toContain('waited for a core');
   });
 
+  it('sorts the late frames at the callers by where they became late when the report has it', () => {
+    const report = withEdit((r) => {
+      r.gateway.framePacing.lateFramesAtCallers = 22;
+      r.gateway.framePacing.lateAtCallersWhere = { othersArrived: 1, thisCallerSilent: 21, allCallersSilent: 0 };
+      r.relay!.framePacing.lateFramesAtCallers = 185;
+      r.relay!.framePacing.lateAtCallersWhere = { othersArrived: 27, thisCallerSilent: 158, allCallersSilent: 0 };
+    });
+    const out = formatCallTable(report);
+    expect(out).toMatch(/^late frames at the callers +all +its caller process read other calls’ frames meanwhile +its caller process read none for >= 20 ms, another did +every caller process read none for >= 20 ms$/m);
+    expect(out).toMatch(/^gateway +22 +1 +21 +0$/m);
+    expect(out).toMatch(/^relay +185 +27 +158 +0$/m);
+    const html = renderCallReportHtml(report);
+    expect(markupProblems(html)).toEqual([]);
+    expect(html).toMatch(/<td>gateway<\/td>\s*<td[^>]*>22<\/td>\s*<td[^>]*>1<\/td>\s*<td[^>]*>21<\/td>\s*<td[^>]*>0<\/td>/);
+    expect(html).toContain('was held itself');
+    // A report from before the sorting: neither the table nor its note.
+    expect(formatCallTable(fixture())).not.toContain('read other calls');
+    expect(renderCallReportHtml(fixture())).not.toContain('was held itself');
+  });
+
   it('shows the targets stored in the report rather than recomputing them', () => {
     const out = formatCallTable(withEdit((r) => (r.targets = [{ name: 'stored target', limit: '<= 1', measured: '2', pass: false }])));
     expect(out).toMatch(/stored target\s+<= 1\s+2\s+FAIL/);
@@ -373,7 +393,15 @@ describe('renderCallReportHtml', () => {
     expect(busy).toContain('<td class="fail">93</td>');
     expect(busy).toContain('the figures may measure the generator');
     const table = formatCallTable(withEdit((r) => (r.gateway.generator = [{ cpuPercent: 31, loopDelayP99Ms: null }, { cpuPercent: 34.4, loopDelayP99Ms: 2.25 }])));
-    expect(table).toMatch(/gateway\s+31 34\s+- 2\.3/);
+    // A report from before the core wait and GC pauses: '-' for them.
+    expect(table).toMatch(/^gateway\s+31 34\s+- 2\.3\s+- -\s+- -\s+- -$/m);
+    // What held a caller process: its wait for a core and its GC pauses, each process's.
+    const held = withEdit((r) => (r.gateway.generator = [{ cpuPercent: 12, loopDelayP99Ms: 2.2, coreWaitMsPerSec: 38.04, gcPausesOver10Ms: 2, gcLongestPauseMs: 20.31 }, { cpuPercent: 12, loopDelayP99Ms: 2.5, coreWaitMsPerSec: 41.5, gcPausesOver10Ms: 0, gcLongestPauseMs: 6.2 }]));
+    expect(formatCallTable(held)).toMatch(/waited for a core ms per s each +GC pauses > 10 ms each +longest GC pause ms each$/m);
+    expect(formatCallTable(held)).toMatch(/^gateway\s+12 12\s+2\.2 2\.5\s+38\.0 41\.5\s+2 0\s+20\.3 6\.2$/m);
+    const heldHtml = renderCallReportHtml(held);
+    expect(markupProblems(heldHtml)).toEqual([]);
+    expect(heldHtml).toMatch(/<td[^>]*>2\.2<\/td>\s*<td[^>]*>38\.0<\/td>\s*<td[^>]*>2<\/td>\s*<td[^>]*>20\.3<\/td>/);
   });
 
   it('warns when the load average shows the machine was busy, and lists it in the settings', () => {

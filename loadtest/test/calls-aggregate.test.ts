@@ -4,6 +4,7 @@ import type { TargetInput } from '../src/calls/aggregate.js';
 import type { TargetRun } from '../src/calls/call-results.js';
 import { DESIGNED_LEAD_GAPS, jitterOf, lateGaps, peakOverlap, speechOnly, steadyGaps, utteranceGaps } from '../src/calls/frame-gaps.js';
 import type { CallRecord, GatewayCallEnd } from '../src/calls/ipc.js';
+import { ArrivalMap } from '../src/calls/late-gaps.js';
 import type { RawSample } from '../src/calls/process-sampler.js';
 
 const MB = 1024 * 1024;
@@ -160,6 +161,24 @@ describe('target run', () => {
     expect(run.connect).toMatchObject({ count: 3, p50: 0, max: 250 });
     expect(run.generator).toEqual([{ cpuPercent: 12, loopDelayP99Ms: 2 }]);
     expect(run.notes).toEqual(['1 barge-in(s) got no clear from the gateway', '1 connected call(s) have no end record from the gateway (no stage breakdown for them)']);
+  });
+
+  it('sorts the late frames at the callers by what the caller processes read during each gap', () => {
+    const records = [record({ callSid: 'CA1', framesReceived: 4, frameGapsMs: [0, 20, 45], steadyFrameGapsMs: [20, 45] })];
+    // The one late gap (20 → 65 ms after T0): its caller process read nothing from 21 to 64 ms; the other read a frame every ms.
+    const silent = new ArrivalMap(T0);
+    for (const t of [0, 20, 65]) silent.mark(T0 + t);
+    const reading = new ArrivalMap(T0);
+    for (let t = 0; t < 100; t++) reading.mark(T0 + t);
+    const callerArrivals = [
+      { lateGaps: [{ from: T0 + 20, to: T0 + 65 }], arrivals: silent },
+      { lateGaps: [], arrivals: reading },
+    ];
+    const run = targetRun({ ...base(records, []), callerArrivals });
+    expect(run.framePacing.lateFramesAtCallers).toBe(1);
+    expect(run.framePacing.lateAtCallersWhere).toEqual({ othersArrived: 0, thisCallerSilent: 1, allCallersSilent: 0 });
+    // Without the processes' arrivals (a caller process from before), the figure is left out.
+    expect(targetRun(base(records, [])).framePacing.lateAtCallersWhere).toBeUndefined();
   });
 
   it('takes the gateway\'s failed verdict only when the caller saw none', () => {

@@ -45,6 +45,14 @@ function expectMeasured(t: TargetRun, calls: number): void {
   expect(t.process.rssSteadyMb).toBeGreaterThan(0);
   expect(t.generator).toHaveLength(1);
   expect(t.generator![0]!.cpuPercent).toBeGreaterThan(0);
+  // What may have held the caller process: its GC pauses, and on Linux its wait for a core.
+  expect(t.generator![0]!.gcPausesOver10Ms).toBeGreaterThanOrEqual(0);
+  if (process.platform === 'linux') expect(t.generator![0]!.coreWaitMsPerSec).toBeGreaterThanOrEqual(0);
+  // Every late frame at the callers sorted by where it became late, from what the caller process read meanwhile.
+  const where = t.framePacing.lateAtCallersWhere!;
+  expect(where.othersArrived + where.thisCallerSilent + where.allCallersSilent).toBe(t.framePacing.lateFramesAtCallers);
+  // One caller process: a silent gap can only be "every caller process".
+  expect(where.thisCallerSilent).toBe(0);
 }
 
 describe('pnpm bench:calls', () => {

@@ -7,6 +7,8 @@ import type { MachineInfo } from '../report.js';
 import type { CallBenchReport, CallBenchSettings, CallFailure, CpuPerCall, GeneratorFigures, ProcessFigures, ProcessSample, StageBreakdown, TargetCheck, TargetRun } from './call-results.js';
 import { jitterOf, lateGaps, peakOverlap } from './frame-gaps.js';
 import type { CallRecord, CallerSlot, GatewayCallEnd, ServerTarget, TurnMetrics } from './ipc.js';
+import { classifyLateGaps } from './late-gaps.js';
+import type { CallerArrivals } from './late-gaps.js';
 import type { LoopDelaySummary, RawSample } from './process-sampler.js';
 import { HISTOGRAM_BOUNDS_MS, measuredOf } from './stats.js';
 
@@ -42,6 +44,8 @@ export interface TargetInput {
   window: RunWindow;
   utteranceBreakMs: number;
   generator: GeneratorFigures[];
+  /** Each caller process's late gaps and when it read frames, to sort the late frames by where they became late; absent: not sorted. */
+  callerArrivals?: CallerArrivals[];
 }
 
 const MB = 1024 * 1024;
@@ -192,6 +196,7 @@ export function targetRun(input: TargetInput): TargetRun {
       jitter: measuredOf(jitterOf(records.flatMap((r) => r.steadyFrameGapsMs)), HISTOGRAM_BOUNDS_MS.jitter),
       lateFramesAtCallers: lateGaps(gaps),
       lateFramesAtGateway: input.lateFramesAtGateway,
+      ...(input.callerArrivals ? { lateAtCallersWhere: classifyLateGaps(input.callerArrivals) } : {}),
       gapsAtGateway: input.gapsAtGateway ?? null,
       utteranceBreakMs: input.utteranceBreakMs,
     },

@@ -29,6 +29,8 @@ import { heapGrowthText } from './call-results.js';
 import type { GeneratorFigures, TargetRun } from './call-results.js';
 import { scriptForReport } from './call-script.js';
 import { Child } from './child.js';
+import { ArrivalMap } from './late-gaps.js';
+import type { CallerArrivals } from './late-gaps.js';
 import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
 import { epochNow } from './process-sampler.js';
 import { PERF_NODE_FLAG, PerfRecording, formatPerfProfile, perfProblem, readPerfProfile } from './perf-profile.js';
@@ -134,6 +136,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
 
   const records: CallRecord[] = [];
   const generator: GeneratorFigures[] = [];
+  const callerArrivals: CallerArrivals[] = [];
   const shares = planSlots(config.calls, config.workers, startAt, config.rampSec * 1000);
   const done = workers.map((w, i) => {
     w.onMessage((m) => {
@@ -155,7 +158,8 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
       utteranceBreakMs: UTTERANCE_BREAK_MS,
     });
     return finished.then((m) => {
-      generator[i] = { cpuPercent: m.cpuPercent, loopDelayP99Ms: m.loopDelayP99Ms };
+      generator[i] = { cpuPercent: m.cpuPercent, loopDelayP99Ms: m.loopDelayP99Ms, coreWaitMsPerSec: m.coreWaitMsPerSec, gcPausesOver10Ms: m.gcPausesOver10Ms, gcLongestPauseMs: m.gcLongestPauseMs };
+      callerArrivals[i] = { lateGaps: m.lateGaps, arrivals: new ArrivalMap(m.arrivals.originMs, m.arrivals.bytes) };
     });
   });
   progress(`${target}: ${config.calls} callers over ${config.workers} process(es), ramp ${config.rampSec} s, steady ${config.steadySec} s${ready.pipelineThreads === null ? '' : `, pipeline threads ${ready.pipelineThreads}`}${ready.ttsWebSocket === null ? '' : `, ElevenLabs ${ready.ttsWebSocket}`}${ready.admission === null ? '' : `, GATEWAY_MAX_CALLS ${ready.admission.maxCalls}, GATEWAY_OVERLOAD_LAG_MS ${ready.admission.overloadLagMs}`}${ready.heapGrowth === null ? '' : `, heap growth ${heapGrowthText(ready.heapGrowth)}`}${target === 'gateway' && config.gatewayNodeFlags.length > 0 ? `, node flags ${config.gatewayNodeFlags.join(' ')}` : ''}`);
@@ -198,6 +202,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
     window: { startAt, rampEndAt, steadyEndAt, finishedAt },
     utteranceBreakMs: UTTERANCE_BREAK_MS,
     generator,
+    callerArrivals,
   });
   const [steadyFrom, steadyTo] = await Promise.all(steadyScrapes);
   const span = steadyFrom && steadyTo ? { from: steadyFrom, to: steadyTo } : before && after ? { from: before.timed, to: after.timed } : null;

@@ -5,8 +5,9 @@
 import { callReportSections } from '../html/call-sections.js';
 import { htmlPage } from '../html/charts.js';
 import { fixed, textTable } from '../report.js';
-import type { CallBenchReport, Distribution, TargetCheck, TargetRun } from './call-results.js';
+import type { CallBenchReport, Distribution, GeneratorFigures, TargetCheck, TargetRun } from './call-results.js';
 import { latePer10k, latePer10kText, withinShare } from './frame-gaps.js';
+import { LATE_WHERE_HEADERS, lateWhereRows } from './late-gaps.js';
 import { loopCoreWaitRows, pipelineThreadRows, processCpuRows } from './thread-figures.js';
 
 /** The issue's limits (issue 5, "Targets"), in the units their names say. */
@@ -180,6 +181,8 @@ export function formatCallTable(report: CallBenchReport): string {
       }),
     ),
   );
+  const whereRows = lateWhereRows(runs(report));
+  if (whereRows.length > 0) parts.push(textTable(LATE_WHERE_HEADERS, whereRows));
   parts.push(
     textTable(
       ['process', 'gateway', 'relay'],
@@ -198,8 +201,11 @@ export function formatCallTable(report: CallBenchReport): string {
   if (generator.length > 0) {
     parts.push(
       textTable(
-        ['caller processes', 'CPU % each', 'loop delay p99 ms each'],
-        generator.map((run) => [run.target, run.generator!.map((g) => fixed(g.cpuPercent, 0)).join(' '), run.generator!.map((g) => fixed(g.loopDelayP99Ms, 1)).join(' ')]),
+        ['caller processes', 'CPU % each', 'loop delay p99 ms each', 'waited for a core ms per s each', 'GC pauses > 10 ms each', 'longest GC pause ms each'],
+        generator.map((run) => {
+          const each = (f: (g: GeneratorFigures) => string) => run.generator!.map(f).join(' ');
+          return [run.target, each((g) => fixed(g.cpuPercent, 0)), each((g) => fixed(g.loopDelayP99Ms, 1)), each((g) => fixed(g.coreWaitMsPerSec ?? null, 1)), each((g) => (g.gcPausesOver10Ms === undefined ? '-' : String(g.gcPausesOver10Ms))), each((g) => fixed(g.gcLongestPauseMs ?? null, 1))];
+        }),
       ),
     );
   }

@@ -8,6 +8,7 @@
  */
 import type { AdmissionLimits, HeapGrowth } from '@vap/media-gateway';
 import type { MachineInfo } from '../report.js';
+import type { LateFramesWhere } from './late-gaps.js';
 
 /** Percentiles of a set of samples (nearest rank, so each is an observed value). */
 export interface Distribution {
@@ -113,6 +114,8 @@ export interface FramePacing {
   lateFramesAtCallers: number;
   /** `vap_outbound_late_frames_total` of the gateway (its pacer's own view); null for the relay. */
   lateFramesAtGateway: number | null;
+  /** {@link lateFramesAtCallers} by where each became late, from what the caller processes read during the gap (late-gaps.ts); absent in reports from before. */
+  lateAtCallersWhere?: LateFramesWhere;
   /**
    * The gaps the gateway's pacer measured as it wrote (audio waiting), before the network and
    * the callers' own event loops add theirs: how many, and how many within 20 ± 5 ms (the
@@ -203,6 +206,16 @@ export interface GeneratorFigures {
   cpuPercent: number;
   /** Its event-loop delay p99 (beyond the 10 ms sampling period), ms. */
   loopDelayP99Ms: number | null;
+  /**
+   * How long its event-loop thread was ready to run but waited for a core, ms per second of
+   * its run (Linux `schedstat`; null elsewhere). A caller process that waits reads its
+   * frames late: late frames then are the machine's, not the server's. Absent in reports
+   * from before, and for the simulators.
+   */
+  coreWaitMsPerSec?: number | null;
+  /** Its garbage collector's pauses over its run: how many lasted over 10 ms, and the longest (null: none). Absent as above. */
+  gcPausesOver10Ms?: number;
+  gcLongestPauseMs?: number | null;
 }
 
 /** One checked target of the issue, e.g. "barge-in reaction p95 <= 150 ms". */

@@ -2,15 +2,21 @@
  * Entry of a caller process of `pnpm bench:calls`: runs its share of the caller slots with
  * the simulated Twilio caller and the scripted conversation (call-script.ts), reports each
  * call as it ends (turn latencies, barge-in reaction, frame gaps inside agent utterances,
- * failures) and, at the end, what the process itself cost (CPU, event-loop delay), so the
- * report shows whether the generator kept up.
+ * failures) and, at the end, what the process itself cost (CPU, event-loop delay, its wait
+ * for a core, its GC pauses), so the report shows whether the generator kept up, with when it
+ * read agent frames and its calls' late gaps, so the parent can tell a late frame the server
+ * sent late from one this process read late (late-gaps.ts).
  */
+import { PerformanceObserver } from 'node:perf_hooks';
 import { TwilioCallerSimulator, runCallerScript, twilioSid } from '@vap/media-gateway/simulators';
 import { callerSpeechMulaw } from '@vap/voice-pipeline';
+import { readOwnSchedstat } from '../server-probe.js';
 import type { CallFailure } from './call-results.js';
 import { AGENT_QUIET_MS, CALLER_LINES, CALL_STEP_GROUPS } from './call-script.js';
 import { speechOnly, steadyGaps, utteranceGaps } from './frame-gaps.js';
 import type { CallRecord, CallerSlot, ToWorker, WorkerMessage, WorkerRun } from './ipc.js';
+import { ArrivalMap, lateGapSpans } from './late-gaps.js';
+import type { Span } from './late-gaps.js';
 import { ProcessSampler, epochNow } from './process-sampler.js';
 import { REDIAL_AFTER_FAILURE_MS, isRefusal, redialAfterMs } from './redial.js';
 
@@ -23,6 +29,9 @@ const RELAY_PAUSE_MS = 1500;
 /** Calls open now, hung up when the parent says stop. */
 const live = new Set<TwilioCallerSimulator>();
 let stopping = false;
+/** When this process read agent frames, over all its calls, and its calls' late gaps: the parent sorts each late frame by what this and the other caller processes read meanwhile (late-gaps.ts). */
+let arrivalMap: ArrivalMap | null = null;
+const lateGaps: Span[] = [];
 
 function failure(callSid: string, kind: CallFailure['kind'], message: string): CallFailure {
   return { callSid, kind, message };
@@ -112,6 +121,10 @@ async function oneCall(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
   const arrivals = call.receivedMedia.map((m) => m.at);
   rec.frameGapsMs = utteranceGaps(arrivals, run.utteranceBreakMs);
   rec.steadyFrameGapsMs = steadyGaps(arrivals, run.utteranceBreakMs);
+  // The caller stamps frames by this process's performance.now(); as epoch ms they compare with the other caller processes'.
+  const epochArrivals = arrivals.map((at) => performance.timeOrigin + at);
+  for (const at of epochArrivals) arrivalMap?.mark(at);
+  lateGaps.push(...lateGapSpans(epochArrivals, run.utteranceBreakMs));
   rec.protocolErrors = call.protocolErrors.slice(0, 10);
   if (call.protocolErrors.length > 0 && rec.failure === null) {
     rec.completed = false;
@@ -130,12 +143,39 @@ async function runSlot(run: WorkerRun, slot: CallerSlot, clips: Map<string, Uint
   }
 }
 
+/** Watches this process's GC pauses until `stop`, which says how many lasted over 10 ms and the longest. */
+function watchGc(): { stop(): { gcPausesOver10Ms: number; gcLongestPauseMs: number | null } } {
+  let over10 = 0;
+  let longest: number | null = null;
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      if (e.duration > 10) over10++;
+      if (longest === null || e.duration > longest) longest = e.duration;
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    stop: () => {
+      observer.disconnect();
+      return { gcPausesOver10Ms: over10, gcLongestPauseMs: longest };
+    },
+  };
+}
+
 async function main(run: WorkerRun, clips: Map<string, Uint8Array>): Promise<void> {
+  arrivalMap = new ArrivalMap(run.runStartAt);
   const sampler = new ProcessSampler({ intervalMs: 60_000, activeCalls: () => live.size, onSample: () => {} });
+  const gc = watchGc();
+  const schedBefore = readOwnSchedstat();
+  const startedAt = epochNow();
   await Promise.all(run.slots.map((slot) => runSlot(run, slot, clips)));
+  const schedAfter = readOwnSchedstat();
+  const elapsedSec = (epochNow() - startedAt) / 1000;
+  const coreWaitMsPerSec = schedBefore && schedAfter && elapsedSec > 0 ? (schedAfter.waitNs - schedBefore.waitNs) / 1e6 / elapsedSec : null;
   const { cpuPercent, loopDelayP99Ms } = sampler.lifetime();
   sampler.stop();
-  process.send!({ kind: 'done', cpuPercent, loopDelayP99Ms } satisfies WorkerMessage, () => process.exit(0));
+  const arrivals = { originMs: arrivalMap.originMs, bytes: arrivalMap.snapshot() };
+  process.send!({ kind: 'done', cpuPercent, loopDelayP99Ms, coreWaitMsPerSec, ...gc.stop(), lateGaps, arrivals } satisfies WorkerMessage, () => process.exit(0));
 }
 
 const fail = (err: unknown) => {

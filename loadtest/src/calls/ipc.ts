@@ -7,7 +7,8 @@
 import type { AdmissionLimits, HeapGrowth } from '@vap/media-gateway';
 import type { Payload } from '@vap/shared';
 import type { ElevenLabsWebSocket } from '@vap/voice-pipeline';
-import type { CallFailure } from './call-results.js';
+import type { CallFailure, GeneratorFigures } from './call-results.js';
+import type { Span } from './late-gaps.js';
 import type { LoopDelaySummary, RawSample } from './process-sampler.js';
 
 /** One agent reply's latency breakdown, as the gateway records it. */
@@ -154,6 +155,10 @@ export interface CallRecord {
 export type WorkerMessage =
   | { kind: 'ready' }
   | { kind: 'call'; record: CallRecord }
-  /** After the last call: what the caller process itself cost. */
-  | { kind: 'done'; cpuPercent: number; loopDelayP99Ms: number | null }
+  /**
+   * After the last call: what the caller process itself cost; its calls' late gaps, and the
+   * milliseconds since `originMs` in which it read at least one agent frame (one byte each,
+   * late-gaps.ts `ArrivalMap`).
+   */
+  | ({ kind: 'done'; lateGaps: Span[]; arrivals: { originMs: number; bytes: Uint8Array } } & Required<GeneratorFigures>)
   | { kind: 'failed'; message: string };

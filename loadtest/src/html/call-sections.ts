@@ -5,6 +5,7 @@
 import { heapGrowthText } from '../calls/call-results.js';
 import type { CallBenchReport, Distribution, Measured, TargetCheck, TargetRun } from '../calls/call-results.js';
 import { DESIGNED_LEAD_GAPS, latePer10kText, withinShare } from '../calls/frame-gaps.js';
+import { LATE_WHERE_HEADERS, LATE_WHERE_NOTE, lateWhereRows } from '../calls/late-gaps.js';
 import { fixed } from '../report.js';
 import { loopCoreWaitRows, msOf, pipelineThreadRows, processCpuRows } from '../calls/thread-figures.js';
 import { barCompareSvg, escapeHtml, histogramSvg, htmlTable, lineChartSvg, stackedBarsSvg } from './charts.js';
@@ -128,12 +129,14 @@ function pacing(report: CallBenchReport): PageSection {
   ]);
   const rows = runsOf(report).flatMap((run) => [distRow(`${run.target} frame gap`, run.framePacing.gaps, 2), distRow(`${run.target} jitter`, run.framePacing.jitter, 2)]);
   const gw = report.gateway.framePacing.lateFramesAtGateway;
+  const whereRows = lateWhereRows(runsOf(report));
   return {
     heading: 'Outbound frame pacing',
     html: [
       charts(...figures),
       htmlTable(DIST_HEADERS, rows),
       para(`Late frames reported by the gateway's own pacer: ${gw === null ? '-' : gw}. Gaps the pacer measured as it wrote them (before the network and the callers' event loops): ${withinShare(report.gateway.framePacing.gapsAtGateway)} within 20 ± 5 ms. A gap over ${report.gateway.framePacing.utteranceBreakMs} ms starts a new utterance and is not counted.`, 'muted'),
+      ...(whereRows.length > 0 ? [htmlTable(LATE_WHERE_HEADERS, whereRows), para(LATE_WHERE_NOTE, 'muted')] : []),
     ].join('\n'),
   };
 }
@@ -209,14 +212,23 @@ const GENERATOR_BUSY_PERCENT = 80;
 
 function generator(report: CallBenchReport): PageSection | null {
   const rows = runsOf(report).flatMap((run) =>
-    (run.generator ?? []).map((g, i): Cell[] => [run.target, String(i + 1), { text: fixed(g.cpuPercent, 0), className: g.cpuPercent > GENERATOR_BUSY_PERCENT ? 'fail' : 'num' }, fixed(g.loopDelayP99Ms, 1)]),
+    (run.generator ?? []).map((g, i): Cell[] => [
+      run.target,
+      String(i + 1),
+      { text: fixed(g.cpuPercent, 0), className: g.cpuPercent > GENERATOR_BUSY_PERCENT ? 'fail' : 'num' },
+      fixed(g.loopDelayP99Ms, 1),
+      fixed(g.coreWaitMsPerSec ?? null, 1),
+      g.gcPausesOver10Ms === undefined ? '-' : String(g.gcPausesOver10Ms),
+      fixed(g.gcLongestPauseMs ?? null, 1),
+    ]),
   );
   if (rows.length === 0) return null;
   const busy = runsOf(report).some((run) => (run.generator ?? []).some((g) => g.cpuPercent > GENERATOR_BUSY_PERCENT));
   const note = busy
     ? para(`A caller process used more than ${GENERATOR_BUSY_PERCENT} % of a core: the figures may measure the generator, not the server. Use more workers.`, 'bad')
     : para('Every caller process stayed far from saturated, so the figures measure the server.', 'muted');
-  return { heading: 'Caller processes (the generator)', html: [note, htmlTable(['run', 'process', 'CPU % of one core', 'loop delay p99 ms'], rows)].join('\n') };
+  const held = para('A caller process that waited for a core or paused for its garbage collector read its frames late: the table of late frames at the callers (Outbound frame pacing) counts those apart.', 'muted');
+  return { heading: 'Caller processes (the generator)', html: [note, htmlTable(['run', 'process', 'CPU % of one core', 'loop delay p99 ms', 'waited for a core ms per s', 'GC pauses > 10 ms', 'longest GC pause ms'], rows), held].join('\n') };
 }
 
 function failures(report: CallBenchReport): PageSection | null {
