@@ -165,6 +165,14 @@ describe('checkTargets', () => {
       r.gateway.framePacing.frames = 0;
     });
     expect(check(noRelay, 'late frames at the callers').measured).toBe('0 (-)');
+    // Those a held caller process read late are named, and still counted.
+    const held = withEdit((r) => {
+      r.relay = null;
+      r.gateway.framePacing.frames = 200_000;
+      r.gateway.framePacing.lateFramesAtCallers = 14;
+      r.gateway.framePacing.lateAtCallersWhere = { othersArrived: 0, thisCallerSilent: 12, allCallersSilent: 2 };
+    });
+    expect(check(held, 'late frames at the callers')).toMatchObject({ measured: '14 (0.70 per 10k; 12 read late by a held caller process)', pass: false });
     expect(latePer10k(3, 0)).toBeNull();
     expect(latePer10kText(1, 4000)).toBe('2.50 per 10k');
   });

@@ -39,12 +39,14 @@ function zero(name: string, value: number | null, detail?: string): TargetCheck 
 
 /**
  * The late-frames target's measured text: the count, its rate, and the relay's rate beside it
- * when the relay ran (the callers' and the machine's own floor: the relay has no pipeline).
+ * when the relay ran (the callers' and the machine's own floor: the relay has no pipeline),
+ * and how many of them a held caller process read late (late-gaps.ts). The target counts them all.
  */
 function lateAtCallers(report: CallBenchReport): string {
   const p = report.gateway.framePacing;
   const relay = report.relay ? `; relay ${latePer10kText(report.relay.framePacing.lateFramesAtCallers, report.relay.framePacing.frames)}` : '';
-  return `${p.lateFramesAtCallers} (${latePer10kText(p.lateFramesAtCallers, p.frames)}${relay})`;
+  const held = p.lateAtCallersWhere && p.lateAtCallersWhere.thisCallerSilent > 0 ? `; ${p.lateAtCallersWhere.thisCallerSilent} read late by a held caller process` : '';
+  return `${p.lateFramesAtCallers} (${latePer10kText(p.lateFramesAtCallers, p.frames)}${relay}${held})`;
 }
 
 /**
