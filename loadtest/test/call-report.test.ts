@@ -397,6 +397,8 @@ describe('renderCallReportHtml', () => {
     expect(quiet).toContain('stayed far from saturated');
     expect(quiet).toContain('<td class="num">2.3</td>');
     expect(quiet).toContain('<li>gateway: 2 barge-ins got no &lt;clear&gt;</li>');
+    // A report whose late frames were not sorted does not point at a table it lacks.
+    expect(quiet).not.toContain('counts those apart');
     const busy = renderCallReportHtml(withEdit((r) => (r.relay!.generator = [{ cpuPercent: 93, loopDelayP99Ms: 40 }])));
     expect(busy).toContain('<td class="fail">93</td>');
     expect(busy).toContain('the figures may measure the generator');
@@ -409,6 +411,11 @@ describe('renderCallReportHtml', () => {
     expect(formatCallTable(held)).toMatch(/^gateway\s+12 12\s+2\.2 2\.5\s+38\.0 41\.5\s+2 0\s+20\.3 6\.2$/m);
     const heldHtml = renderCallReportHtml(held);
     expect(markupProblems(heldHtml)).toEqual([]);
+    const sorted = withEdit((r) => {
+      r.gateway.generator = held.gateway.generator;
+      r.gateway.framePacing.lateAtCallersWhere = { othersArrived: 0, thisCallerSilent: 0, allCallersSilent: 0 };
+    });
+    expect(renderCallReportHtml(sorted)).toContain('counts those apart');
     expect(heldHtml).toMatch(/<td[^>]*>2\.2<\/td>\s*<td[^>]*>38\.0<\/td>\s*<td[^>]*>2<\/td>\s*<td[^>]*>20\.3<\/td>/);
   });
 

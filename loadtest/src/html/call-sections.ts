@@ -227,8 +227,10 @@ function generator(report: CallBenchReport): PageSection | null {
   const note = busy
     ? para(`A caller process used more than ${GENERATOR_BUSY_PERCENT} % of a core: the figures may measure the generator, not the server. Use more workers.`, 'bad')
     : para('Every caller process stayed far from saturated, so the figures measure the server.', 'muted');
-  const held = para('A caller process that waited for a core or paused for its garbage collector read its frames late: the table of late frames at the callers (Outbound frame pacing) counts those apart.', 'muted');
-  return { heading: 'Caller processes (the generator)', html: [note, htmlTable(['run', 'process', 'CPU % of one core', 'loop delay p99 ms', 'waited for a core ms per s', 'GC pauses > 10 ms', 'longest GC pause ms'], rows), held].join('\n') };
+  // Reports from before the late frames were sorted have neither the figures nor that table.
+  const sorted = runsOf(report).some((run) => run.framePacing.lateAtCallersWhere !== undefined);
+  const held = sorted ? [para('A caller process that waited for a core or paused for its garbage collector read its frames late: the table of late frames at the callers (Outbound frame pacing) counts those apart.', 'muted')] : [];
+  return { heading: 'Caller processes (the generator)', html: [note, htmlTable(['run', 'process', 'CPU % of one core', 'loop delay p99 ms', 'waited for a core ms per s', 'GC pauses > 10 ms', 'longest GC pause ms'], rows), ...held].join('\n') };
 }
 
 function failures(report: CallBenchReport): PageSection | null {
