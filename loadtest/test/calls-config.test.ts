@@ -26,11 +26,13 @@ describe('pnpm bench:calls options', () => {
     expect(c.gatewayLogFile).toBeNull();
     expect(c.gatewayNodeFlags).toEqual([]);
     expect(c.ttsWebSocket).toBeNull();
+    // One run, not a sweep.
+    expect(c.sweep).toBeNull();
   });
 
   it('reads every option, through a bare -- from pnpm', () => {
     const c = loadCallBenchConfig(['--', '--calls', '200', '--ramp-sec', '20', '--steady-sec', '60', '--workers', '3', '--no-relay', '--stt-latency-ms', '150', '--out', '/tmp/x', '--cpu-prof', '/tmp/prof', '--perf', '/tmp/perf', '--pipeline-threads', '0', '--tts-websocket', 'stream-input', '--max-calls', '150', '--overload-lag-ms', '0', '--gateway-log', '/tmp/gw.log', '--gateway-node-flags', ' --max-semi-space-size=64  --trace-gc ']);
-    expect(c).toEqual({ calls: 200, rampSec: 20, steadySec: 60, workers: 3, relay: false, sttLatencyMs: 150, outDir: '/tmp/x', cpuProfDir: '/tmp/prof', perfDir: '/tmp/perf', pipelineThreads: 0, ttsWebSocket: 'stream-input', maxCalls: 150, overloadLagMs: 0, gatewayLogFile: '/tmp/gw.log', gatewayNodeFlags: ['--max-semi-space-size=64', '--trace-gc'] });
+    expect(c).toEqual({ calls: 200, sweep: null, rampSec: 20, steadySec: 60, workers: 3, relay: false, sttLatencyMs: 150, outDir: '/tmp/x', cpuProfDir: '/tmp/prof', perfDir: '/tmp/perf', pipelineThreads: 0, ttsWebSocket: 'stream-input', maxCalls: 150, overloadLagMs: 0, gatewayLogFile: '/tmp/gw.log', gatewayNodeFlags: ['--max-semi-space-size=64', '--trace-gc'] });
     expect(loadCallBenchConfig(['--pipeline-threads', '4']).pipelineThreads).toBe(4);
   });
 
@@ -39,6 +41,38 @@ describe('pnpm bench:calls options', () => {
     // Flags start with '-', so the value goes after '=' (parseArgs reads a separate one as an option).
     expect(loadCallBenchConfig(['--gateway-node-flags=--trace-gc --max-semi-space-size=8']).gatewayNodeFlags).toEqual(['--trace-gc', '--max-semi-space-size=8']);
     expect(loadCallBenchConfig(['--gateway-node-flags', '']).gatewayNodeFlags).toEqual([]);
+  });
+
+  it('reads a sweep: rising call counts, the first as calls, caller processes for the largest', () => {
+    const c = loadCallBenchConfig(['--', '--sweep', '50,100, 200', '--workers', '3', '--ramp-sec', '20']);
+    expect(c).toMatchObject({ sweep: [50, 100, 200], calls: 50, workers: 3, rampSec: 20, relay: true });
+    expect(Object.isFrozen(c.sweep)).toBe(true);
+    // Each level runs min(workers, its calls) processes (call-bench.ts); here the largest level caps them.
+    expect(loadCallBenchConfig(['--sweep', '1,2', '--workers', '4']).workers).toBe(2);
+    expect(loadCallBenchConfig(['--sweep=1,1000']).sweep).toEqual([1, 1000]);
+  });
+
+  it.each([
+    ['', 'call counts from 1 to 1000'],
+    ['50,,100', 'call counts from 1 to 1000'],
+    ['0,10', 'call counts from 1 to 1000'],
+    ['10,1001', 'call counts from 1 to 1000'],
+    ['10,20.5', 'call counts from 1 to 1000'],
+    ['ten,20', 'call counts from 1 to 1000'],
+    ['100', 'from 2 to 8 levels (got 1); for one, use --calls'],
+    ['1,2,3,4,5,6,7,8,9', 'from 2 to 8 levels (got 9)'],
+    ['100,50', 'levels must rise'],
+    ['50,50', 'levels must rise'],
+  ])('refuses --sweep %j, naming the option', (raw, message) => {
+    const p = problems([`--sweep=${raw}`]);
+    expect(p).toHaveLength(1);
+    expect(p[0]).toMatch(/^--sweep: /);
+    expect(p[0]).toContain(message);
+  });
+
+  it('refuses a sweep with --calls, and with a profile (each level would write beside the others)', () => {
+    expect(problems(['--sweep', '10,20', '--calls', '10'])).toEqual(['--sweep: give either --calls (one run) or --sweep (a run at each level), not both']);
+    expect(problems(['--sweep', '10,20', '--cpu-prof', '/tmp/p', '--perf', '/tmp/q'])).toEqual(['--cpu-prof: profile one level at a time (--calls), not a --sweep', '--perf: profile one level at a time (--calls), not a --sweep']);
   });
 
   it('never has more caller processes than calls', () => {

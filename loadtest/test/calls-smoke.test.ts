@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CallBenchReport, TargetRun } from '../src/calls/call-results.js';
+import type { CallSweepReport } from '../src/calls/sweep.js';
 
 /**
  * CI smoke of `pnpm bench:calls`: the real command (its own processes: simulators, a
@@ -150,5 +151,45 @@ describe('pnpm bench:calls', () => {
     const lines = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg?: string; reason?: string });
     expect(lines.filter((l) => l.reason === 'at-capacity' && l.msg === 'media stream refused: gateway at capacity')).toHaveLength(gw.calls.refused);
     expect(lines.filter((l) => l.msg === 'call started')).toHaveLength(gw.calls.connected);
+  });
+
+  it('sweeps 1 then 2 calls: a full run and report at each level, then the summary', { timeout: 300_000 }, async () => {
+    const dir = mkdtempSync(join(outDir, 'sweep-'));
+    const { code, stdout, stderr } = await run(['--sweep', '1,2', '--ramp-sec', '1', '--steady-sec', '2', '--workers', '2', '--no-relay', '--out', dir]);
+    // 0 once every level ran, whatever each measured.
+    expect(code, stderr).toBe(0);
+    expect(stderr).toContain('sweep: level 1 of 2, 1 concurrent calls');
+    expect(stderr).toContain('sweep: level 2 of 2, 2 concurrent calls');
+    const files = readdirSync(dir);
+    const summaryFile = files.find((f) => /^calls-sweep-.*\.json$/.test(f));
+    expect(summaryFile, `${stdout}\n${stderr}`).toBeDefined();
+    expect(files).toContain(summaryFile!.replace(/\.json$/, '.html'));
+    expect(stdout).toContain(`sweep written to ${join(dir, summaryFile!)}`);
+    const sweep = JSON.parse(readFileSync(join(dir, summaryFile!), 'utf8')) as CallSweepReport;
+    expect(sweep.kind).toBe('call-sweep');
+    expect(sweep.settings).toEqual({ levels: [1, 2], rampSec: 1, steadySec: 2, workers: 2, relay: false, sttLatencyMs: 0 });
+    expect(sweep.levels.map((l) => l.calls)).toEqual([1, 2]);
+    for (const level of sweep.levels) {
+      // Each level's own report beside the summary, run at its calls with as many caller processes as calls.
+      const report = JSON.parse(readFileSync(join(dir, level.files.json), 'utf8')) as CallBenchReport;
+      expect(files).toContain(level.files.html);
+      expect(report.settings).toMatchObject({ calls: level.calls, workers: level.calls, relay: false });
+      expect(report.gateway.generator).toHaveLength(level.calls);
+      expect(report.gateway.peakConcurrentCalls).toBe(level.calls);
+      expect(report.gateway.calls.failed, JSON.stringify(report.gateway.failures)).toBe(0);
+      expect(report.gateway.framePacing.frames).toBeGreaterThan(0);
+      expect(level.failedCalls).toBe(0);
+      expect(level.turnLatencyMs.p50).toBe(report.gateway.turnLatency.p50);
+      expect(level.turnLatencyMs.p50).toBeGreaterThan(0);
+      expect(level.cpuPerCallSecondMs).toBeGreaterThan(0);
+      expect(level.relayCpuPerCallSecondMs).toBeNull();
+    }
+    // The answer follows the levels' verdicts (sweep.test.ts holds the rule).
+    const held = sweep.levels.findIndex((l) => !l.held);
+    expect(sweep.heldUpTo).toBe(held === 0 ? null : held === -1 ? 2 : 1);
+    expect(stdout).toMatch(/^capacity sweep$/m);
+    expect(stdout).toMatch(/^(Held up to [12] concurrent calls|Not held even at the first level)/m);
+    const page = readFileSync(join(dir, summaryFile!.replace(/\.json$/, '.html')), 'utf8');
+    expect(page).toContain(`href="${sweep.levels[1]!.files.html}"`);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * `pnpm bench:calls [-- --calls 200 --ramp-sec 20 --steady-sec 60 --workers 2 --no-relay
+ * `pnpm bench:calls [-- --calls 200 | --sweep 50,100,150,200] [--ramp-sec 20 --steady-sec 60 --workers 2 --no-relay
  * --stt-latency-ms 0 --out <dir> --cpu-prof <dir> --perf <dir> --pipeline-threads <n> --tts-websocket <multi-stream-input|stream-input> --max-calls <n> --overload-lag-ms <ms> --gateway-log <file>]`
  * (`call-config.ts`): N simulated Twilio callers against a media gateway on the sandbox providers, then the
  * same callers against a bare WebSocket relay.
@@ -8,7 +8,8 @@
  * relay); `--workers` caller processes sharing the calls. Calls start evenly over the ramp,
  * each caller redials until the steady state ends, and a gateway call running then plays
  * its script to the end (so every call has its turns and its barge-in); relay calls hang
- * up at the end of the steady state. Loopback only; an overall time budget kills
+ * up at the end of the steady state. `--sweep` makes such a run at each level in turn and sums
+ * them up (sweep.ts). Loopback only; an overall time budget kills
  * everything that overruns. Writes JSON and HTML to `--out`, prints the table, exits 0
  * when every target that could be measured passed.
  */
@@ -26,9 +27,11 @@ import { loadCallBenchConfig } from './call-config.js';
 import type { CallBenchConfig } from './call-config.js';
 import { checkTargets, formatCallTable, renderCallReportHtml } from './call-report.js';
 import { heapGrowthText } from './call-results.js';
-import type { GeneratorFigures, TargetRun } from './call-results.js';
+import type { CallBenchReport, GeneratorFigures, TargetRun } from './call-results.js';
 import { scriptForReport } from './call-script.js';
 import { Child } from './child.js';
+import { buildSweepReport, formatSweepTable, renderSweepHtml, sweepLevel } from './sweep.js';
+import type { SweepLevel } from './sweep.js';
 import { ArrivalMap } from './late-gaps.js';
 import type { CallerArrivals } from './late-gaps.js';
 import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
@@ -256,7 +259,8 @@ async function simsUsage(sims: Child<ToSims, SimsMessage>): Promise<Extract<Sims
   return answer;
 }
 
-async function bench(config: CallBenchConfig, started: Started): Promise<number> {
+/** One run at `config.calls`: the gateway, then the relay; writes its report files and prints its tables. */
+async function bench(config: CallBenchConfig, started: Started): Promise<{ report: CallBenchReport; jsonFile: string; htmlFile: string }> {
   const startedAt = new Date();
   const loadAtStart = os.loadavg()[0]!;
   progress('starting the provider simulators, the gateway and the caller processes');
@@ -307,7 +311,31 @@ async function bench(config: CallBenchConfig, started: Started): Promise<number>
   if (busy > report.capacity.cores) process.stdout.write(`warning: the machine's load average reached ${busy.toFixed(1)} on ${report.capacity.cores} cores: other work competed with the processes measured\n`);
   process.stdout.write(`results written to ${jsonFile} and ${htmlFile}; each call in ${callsFile}\n`);
   process.stdout.write(`${report.ok ? 'OK' : 'NOT OK'}: ${report.gateway.calls.failed} failed gateway calls; ${report.targets.filter((t) => t.pass === false).length} of ${report.targets.length} targets missed\n`);
-  return report.ok ? 0 : 1;
+  return { report, jsonFile, htmlFile };
+}
+
+/**
+ * `--sweep`: a full run at each level in turn (fresh processes each), then the summary. The
+ * summary file is rewritten after each level, so a sweep cut short keeps the levels it ran.
+ * Exits 0 once every level ran: the answer is the level held, not a pass or a fail.
+ */
+async function sweep(config: CallBenchConfig, started: Started, levels: readonly number[]): Promise<number> {
+  const startedAt = new Date();
+  const jsonFile = join(config.outDir, reportFileName(startedAt, 'calls-sweep'));
+  const htmlFile = jsonFile.replace(/\.json$/, '.html');
+  const settings = { levels: [...levels], rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, relay: config.relay, sttLatencyMs: config.sttLatencyMs };
+  const done: SweepLevel[] = [];
+  let summary = buildSweepReport({ startedAt, settings, machine: machineInfo(), levels: done });
+  for (const [i, calls] of levels.entries()) {
+    progress(`sweep: level ${i + 1} of ${levels.length}, ${calls} concurrent calls`);
+    const level = await bench({ ...config, calls, workers: Math.min(config.workers, calls) }, started);
+    done.push(sweepLevel(level.report, { json: level.jsonFile, html: level.htmlFile }));
+    summary = buildSweepReport({ startedAt, settings, machine: machineInfo(), levels: done });
+    writeFileSync(jsonFile, `${JSON.stringify(summary, null, 2)}\n`);
+    writeFileSync(htmlFile, renderSweepHtml(summary));
+  }
+  process.stdout.write(`\ncapacity sweep\n${formatSweepTable(summary)}\n\nsweep written to ${jsonFile} and ${htmlFile}\n`);
+  return 0;
 }
 
 async function main(): Promise<void> {
@@ -324,9 +352,12 @@ async function main(): Promise<void> {
   const shutDown = async () => {
     await Promise.all([...started.children].map((c) => c.kill()));
   };
-  // Per target: start-up, ramp, steady, one call's drain, end records and stop.
+  // Per target: start-up, ramp, steady, one call's drain, end records and stop; a sweep runs both targets at each level.
   const perTargetMs = START_TIMEOUT_MS * 2 + (config.rampSec + config.steadySec) * 1000 + CALL_TIMEOUT_MS + END_RECORD_WAIT_MS + 60_000;
-  await runBounded({ budgetMs: START_TIMEOUT_MS + perTargetMs * (config.relay ? 2 : 1), run: () => bench(config, started), shutDown });
+  const perLevelMs = START_TIMEOUT_MS + perTargetMs * (config.relay ? 2 : 1);
+  const levels = config.sweep;
+  const run = levels ? () => sweep(config, started, levels) : async () => ((await bench(config, started)).report.ok ? 0 : 1);
+  await runBounded({ budgetMs: perLevelMs * (levels?.length ?? 1), run, shutDown });
 }
 
 void main();
