@@ -89,13 +89,13 @@ describe('buildSweepReport', () => {
     const s = sweepOf([levelAt(50), levelAt(100, late(2)), levelAt(150)]);
     expect(s.heldUpTo).toBe(50);
     expect(s.firstNotHeld).toEqual({ calls: 100, missed: ['late frames at the callers (gap > 40 ms)'] });
-    expect(sweepAnswer(s)).toBe('Held up to 50 concurrent calls, at turn latency p50 640 ms, p95 910 ms; 100 calls were not: late frames at the callers (gap > 40 ms)');
+    expect(sweepAnswer(s)).toBe('Held up to 50 concurrent calls, at turn latency p50 640 ms, p95 910 ms; 100 calls missed late frames at the callers (gap > 40 ms)');
   });
 
   it('holds nothing when the first level was not held', () => {
     const s = sweepOf([levelAt(50, slowBargeIn), levelAt(100)]);
     expect(s.heldUpTo).toBeNull();
-    expect(sweepAnswer(s)).toBe('Not held even at the first level, 50 calls were not: barge-in reaction p95 (2 of 3 levels ran)');
+    expect(sweepAnswer(s)).toBe('Not held even at the first level: 50 calls missed barge-in reaction p95 (2 of 3 levels ran)');
   });
 
   it('says how many levels ran when the sweep was cut short, and when none did', () => {
@@ -127,7 +127,7 @@ describe('the sweep’s table and page', () => {
   it('prints the table, the answer and each level’s misses', () => {
     const out = formatSweepTable(sweep);
     expect(out).toMatch(/^calls +held +failed +turn latency p50 \/ p95 ms/m);
-    expect(out).toContain('Held up to 50 concurrent calls, at turn latency p50 640 ms, p95 910 ms; 100 calls were not: late frames at the callers (gap > 40 ms), outbound pacing jitter p99 (steady state).');
+    expect(out).toContain('Held up to 50 concurrent calls, at turn latency p50 640 ms, p95 910 ms; 100 calls missed late frames at the callers (gap > 40 ms), outbound pacing jitter p99 (steady state).');
     expect(out).toContain('  100 calls missed: late frames at the callers (gap > 40 ms); outbound pacing jitter p99 (steady state)');
   });
 

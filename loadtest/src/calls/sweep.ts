@@ -108,14 +108,12 @@ export function buildSweepReport(input: { startedAt: Date; settings: CallSweepRe
 export function sweepAnswer(sweep: CallSweepReport): string {
   const levels = sweep.levels;
   const runOut = levels.length < sweep.settings.levels.length ? ` (${levels.length} of ${sweep.settings.levels.length} levels ran)` : '';
-  const miss = sweep.firstNotHeld ? `; ${sweep.firstNotHeld.calls} calls were not: ${sweep.firstNotHeld.missed.join(', ')}` : '';
-  if (sweep.heldUpTo === null) {
-    return sweep.firstNotHeld ? `Not held even at the first level${miss.replace(/^;/, ',')}${runOut}` : `No level ran${runOut}`;
-  }
+  const miss = sweep.firstNotHeld ? `${sweep.firstNotHeld.calls} calls missed ${sweep.firstNotHeld.missed.join(', ')}` : '';
+  if (sweep.heldUpTo === null) return sweep.firstNotHeld ? `Not held even at the first level: ${miss}${runOut}` : `No level ran${runOut}`;
   const at = levels.find((l) => l.calls === sweep.heldUpTo)!;
   const latency = `turn latency p50 ${fixed(at.turnLatencyMs.p50, 0)} ms, p95 ${fixed(at.turnLatencyMs.p95, 0)} ms`;
   const all = sweep.firstNotHeld === null && levels.length > 0 ? ' (every level tried; the limit is higher)' : '';
-  return `Held up to ${sweep.heldUpTo} concurrent calls${all}, at ${latency}${miss}${runOut}`;
+  return `Held up to ${sweep.heldUpTo} concurrent calls${all}, at ${latency}${miss ? `; ${miss}` : ''}${runOut}`;
 }
 
 export const SWEEP_HEADERS = [
