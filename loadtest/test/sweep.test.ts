@@ -82,7 +82,7 @@ describe('buildSweepReport', () => {
     const s = sweepOf([levelAt(50), levelAt(100), levelAt(150)]);
     expect(s.heldUpTo).toBe(150);
     expect(s.firstNotHeld).toBeNull();
-    expect(sweepAnswer(s)).toBe('Held up to 150 concurrent calls (every level tried; the limit is higher), at turn latency p50 640 ms, p95 910 ms');
+    expect(sweepAnswer(s)).toBe('Held up to 150 concurrent calls (the highest level tried: the limit may be higher), at turn latency p50 640 ms, p95 910 ms');
   });
 
   it('stops at the first level not held, even when a higher one held again', () => {
@@ -99,7 +99,7 @@ describe('buildSweepReport', () => {
   });
 
   it('says how many levels ran when the sweep was cut short, and when none did', () => {
-    expect(sweepAnswer(sweepOf([levelAt(50)]))).toBe('Held up to 50 concurrent calls (every level tried; the limit is higher), at turn latency p50 640 ms, p95 910 ms (1 of 3 levels ran)');
+    expect(sweepAnswer(sweepOf([levelAt(50)]))).toBe('Held up to 50 concurrent calls, at turn latency p50 640 ms, p95 910 ms (1 of 3 levels ran)');
     expect(sweepAnswer(sweepOf([]))).toBe('No level ran (0 of 3 levels ran)');
   });
 });

@@ -11,7 +11,7 @@
  * up at the end of the steady state. `--sweep` makes such a run at each level in turn and sums
  * them up (sweep.ts). Loopback only; an overall time budget kills
  * everything that overruns. Writes JSON and HTML to `--out`, prints the table, exits 0
- * when every target that could be measured passed.
+ * when every target that could be measured passed (a sweep: once every level ran).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -30,13 +30,13 @@ import { heapGrowthText } from './call-results.js';
 import type { CallBenchReport, GeneratorFigures, TargetRun } from './call-results.js';
 import { scriptForReport } from './call-script.js';
 import { Child } from './child.js';
-import { buildSweepReport, formatSweepTable, renderSweepHtml, sweepLevel } from './sweep.js';
-import type { SweepLevel } from './sweep.js';
 import { ArrivalMap } from './late-gaps.js';
 import type { CallerArrivals } from './late-gaps.js';
 import type { CallRecord, GatewayCallEnd, ProviderAddress, ServerMessage, ServerTarget, SimsMessage, ToServer, ToSims, ToWorker, WorkerMessage } from './ipc.js';
 import { epochNow } from './process-sampler.js';
 import { PERF_NODE_FLAG, PerfRecording, formatPerfProfile, perfProblem, readPerfProfile } from './perf-profile.js';
+import { buildSweepReport, formatSweepTable, renderSweepHtml, sweepLevel } from './sweep.js';
+import type { SweepLevel } from './sweep.js';
 import { gatewayCpuSplit, loopCoreWait, pipelineThreadFigures } from './thread-figures.js';
 import type { TimedScrape } from './thread-figures.js';
 import type { RawSample } from './process-sampler.js';

@@ -50,6 +50,7 @@ export interface SweepLevel {
 export interface CallSweepReport {
   kind: 'call-sweep';
   startedAt: string;
+  /** The sweep's options; `workers` is the caller processes asked for, each level running at most as many as its calls. */
   settings: { levels: number[]; rampSec: number; steadySec: number; workers: number; relay: boolean; sttLatencyMs: number };
   machine: MachineInfo;
   levels: SweepLevel[];
@@ -112,7 +113,7 @@ export function sweepAnswer(sweep: CallSweepReport): string {
   if (sweep.heldUpTo === null) return sweep.firstNotHeld ? `Not held even at the first level: ${miss}${runOut}` : `No level ran${runOut}`;
   const at = levels.find((l) => l.calls === sweep.heldUpTo)!;
   const latency = `turn latency p50 ${fixed(at.turnLatencyMs.p50, 0)} ms, p95 ${fixed(at.turnLatencyMs.p95, 0)} ms`;
-  const all = sweep.firstNotHeld === null && levels.length > 0 ? ' (every level tried; the limit is higher)' : '';
+  const all = sweep.firstNotHeld === null && runOut === '' ? ' (the highest level tried: the limit may be higher)' : '';
   return `Held up to ${sweep.heldUpTo} concurrent calls${all}, at ${latency}${miss ? `; ${miss}` : ''}${runOut}`;
 }
 
