@@ -1,22 +1,22 @@
 /**
- * A call-bench report of a good run at 200 calls (every target passed), and its parts, for the
- * report, HTML and sweep tests to change one figure at a time.
+ * A call-bench report of a good run at 200 calls (every target passed), and a figure with no
+ * samples, for the report, HTML and sweep tests to change one figure at a time.
  */
 import type { CallBenchReport, Measured, ProcessSample, TargetRun } from '../src/calls/call-results.js';
 
 /** A measured figure whose histogram holds `count` samples spread over its buckets. */
-export function measured(p50: number, p95: number, p99: number, max: number, upperBounds: number[], counts: number[]): Measured {
+function measured(p50: number, p95: number, p99: number, max: number, upperBounds: number[], counts: number[]): Measured {
   const count = counts.reduce((a, b) => a + b, 0);
   return { count, p50, p95, p99, max, mean: (p50 + p95) / 2, histogram: { upperBounds, counts } };
 }
 
 export const none: Measured = { count: 0, p50: null, p95: null, p99: null, max: null, mean: null, histogram: { upperBounds: [10], counts: [0, 0] } };
 
-export function samples(activeCalls: number, cpuPercent: number, rssMb: number): ProcessSample[] {
+function samples(activeCalls: number, cpuPercent: number, rssMb: number): ProcessSample[] {
   return Array.from({ length: 40 }, (_, t) => ({ t, activeCalls: t < 10 ? Math.round((activeCalls * t) / 10) : activeCalls, cpuPercent: t < 10 ? (cpuPercent * t) / 10 : cpuPercent, rssMb: rssMb + Math.min(t, 10) * 4, loopDelayP99Ms: 11 + (t % 3) }));
 }
 
-export function gatewayRun(): TargetRun {
+function gatewayRun(): TargetRun {
   return {
     target: 'gateway',
     calls: { planned: 200, connected: 200, completed: 200, failed: 0, dropped: 0, refused: 0 },
@@ -61,7 +61,7 @@ export function gatewayRun(): TargetRun {
   };
 }
 
-export function relayRun(): TargetRun {
+function relayRun(): TargetRun {
   return {
     ...gatewayRun(),
     target: 'relay',

@@ -75,7 +75,7 @@ function sweepLevels(raw: string, problems: string[]): number[] | null {
   const L = CALL_BENCH_LIMITS;
   const parts = raw.split(',').map((p) => p.trim());
   const levels = parts.map(Number);
-  if (raw.trim() === '' || parts.some((p, i) => p === '' || !Number.isInteger(levels[i]) || levels[i]! < 1 || levels[i]! > L.calls)) {
+  if (parts.some((p, i) => p === '' || !Number.isInteger(levels[i]) || levels[i]! < 1 || levels[i]! > L.calls)) {
     problems.push(`--sweep: must be call counts from 1 to ${L.calls} separated by commas, e.g. 50,100,150 (got "${raw}")`);
     return null;
   }
