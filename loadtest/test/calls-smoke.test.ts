@@ -183,6 +183,7 @@ describe('pnpm bench:calls', () => {
       expect(level.turnLatencyMs.p50).toBeGreaterThan(0);
       expect(level.cpuPerCallSecondMs).toBeGreaterThan(0);
       expect(level.relayCpuPerCallSecondMs).toBeNull();
+      expect(level.relayJitterP99Ms).toBeNull();
     }
     // The answer follows the levels' verdicts (sweep.test.ts holds the rule).
     const held = sweep.levels.findIndex((l) => !l.held);

@@ -33,10 +33,27 @@ const slowBargeIn = (r: CallBenchReport) => (r.gateway.bargeInReaction.p95 = 151
 describe('sweepLevel', () => {
   it('takes a level’s figures from its report, CPU in ms per call-second and files by name', () => {
     const l = levelAt(200);
-    expect(l).toMatchObject({ calls: 200, peakConcurrentCalls: 200, held: true, missed: [], ok: true, plannedCalls: 200, failedCalls: 0, turnLatencyMs: { p50: 640, p95: 910, p99: 1080 }, overheadP99Ms: 21.4, bargeInP95Ms: 138, jitterP99Ms: 2.8, lateAtCallers: 0, lateAtCallersPer10k: 0, lateAtPacer: 0, loopDelayP99Ms: 13.1, rssGrowthPerCallMb: 0.2, files: { json: 'calls-200.json', html: 'calls-200.html' } });
+    expect(l).toMatchObject({ calls: 200, peakConcurrentCalls: 200, held: true, missed: [], ok: true, plannedCalls: 200, failedCalls: 0, turnLatencyMs: { p50: 640, p95: 910, p99: 1080 }, overheadP99Ms: 21.4, bargeInP95Ms: 138, jitterP99Ms: 2.8, relayJitterP99Ms: 2.8, lateAtCallers: 0, lateAtCallersPer10k: 0, relayLateAtCallersPer10k: 0, lateAtPacer: 0, loopDelayP99Ms: 13.1, rssGrowthPerCallMb: 0.2, files: { json: 'calls-200.json', html: 'calls-200.html' } });
     expect(l.cpuPerCallSecondMs).toBeCloseTo(5.2, 9);
     expect(l.relayCpuPerCallSecondMs).toBeCloseTo(3, 9);
     expect(l.cpuRatioToRelay).toBeCloseTo(5.2 / 3, 9);
+  });
+
+  it('takes the relay’s pacing from the relay’s run, and has none without the relay', () => {
+    const l = levelAt(200, (r) => {
+      r.relay!.framePacing.jitter.p99 = 7.5;
+      r.relay!.framePacing.lateFramesAtCallers = 30;
+      r.relay!.framePacing.frames = 60_000;
+    });
+    expect(l.relayJitterP99Ms).toBe(7.5);
+    expect(l.relayLateAtCallersPer10k).toBe(5);
+    // The relay's pacing is not part of the verdict.
+    expect(l.held).toBe(true);
+    const alone = levelAt(200, (r) => {
+      r.relay = null;
+      r.cpuRatioToRelay = null;
+    });
+    expect(alone).toMatchObject({ relayJitterP99Ms: null, relayLateAtCallersPer10k: null, relayCpuPerCallSecondMs: null });
   });
 
   it('is not held when a call-quality target fails, and names each one missed', () => {
@@ -111,6 +128,9 @@ describe('the sweep’s table and page', () => {
       late(7)(r);
       r.gateway.framePacing.jitter.p99 = 6.25;
       r.gateway.peakConcurrentCalls = 98;
+      r.relay!.framePacing.jitter.p99 = 4.5;
+      r.relay!.framePacing.lateFramesAtCallers = 12;
+      r.relay!.framePacing.frames = 80_000;
     }),
   ], [50, 100]);
 
@@ -118,17 +138,36 @@ describe('the sweep’s table and page', () => {
     const rows = sweepRows(sweep);
     expect(rows).toHaveLength(2);
     for (const row of rows) expect(row).toHaveLength(SWEEP_HEADERS.length);
-    expect(rows[0]).toEqual(['50', 'yes', '0 of 200', '640 / 910', '21', '138', '2.80', '0 (0.00)', '0', '13.1', '5.20', '1.73', '0.200']);
+    expect(rows[0]).toEqual(['50', 'yes', '0 of 200', '640 / 910', '21', '138', '2.80', '2.80', '0 (0.00)', '0.00', '0', '13.1', '5.20', '1.73', '0.200']);
     expect(rows[1]!.slice(0, 2)).toEqual(['100 (reached 98)', 'no']);
-    expect(rows[1]![6]).toBe('6.25');
-    expect(rows[1]![7]).toBe('7 (0.06)');
+    expect(rows[1]!.slice(6, 10)).toEqual(['6.25', '4.50', '7 (0.06)', '1.50']);
   });
 
   it('prints the table, the answer and each level’s misses', () => {
     const out = formatSweepTable(sweep);
     expect(out).toMatch(/^calls +held +failed +turn latency p50 \/ p95 ms/m);
     expect(out).toContain('Held up to 50 concurrent calls, at turn latency p50 640 ms, p95 910 ms; 100 calls missed late frames at the callers (gap > 40 ms), outbound pacing jitter p99 (steady state).');
-    expect(out).toContain('  100 calls missed: late frames at the callers (gap > 40 ms); outbound pacing jitter p99 (steady state)');
+    expect(out).toContain('  100 calls missed: late frames at the callers (gap > 40 ms); outbound pacing jitter p99 (steady state) (the bare relay at 100 calls: jitter p99 4.50 ms, 1.50 late frames per 10k)');
+  });
+
+  it('sets the relay’s pacing beside a pacing miss only: not beside other misses, nor without the relay', () => {
+    const slow = sweepOf([levelAt(50, slowBargeIn)], [50]);
+    expect(formatSweepTable(slow).endsWith('  50 calls missed: barge-in reaction p95')).toBe(true);
+    const noRelay = buildSweepReport({
+      startedAt: new Date('2026-12-07T12:00:00Z'),
+      settings: { ...settings, levels: [50], relay: false },
+      machine,
+      levels: [levelAt(50, (r) => {
+        late(4)(r);
+        r.relay = null;
+        r.cpuRatioToRelay = null;
+      })],
+    });
+    expect(formatSweepTable(noRelay).endsWith('  50 calls missed: late frames at the callers (gap > 40 ms)')).toBe(true);
+    expect(sweepRows(noRelay)[0]!.slice(6, 10)).toEqual(['2.80', '-', '4 (0.03)', '-']);
+    // Without the relay, each chart draws the gateway alone.
+    const html = renderSweepHtml(noRelay);
+    expect(occurrences(html, '<title>relay</title>')).toBe(0);
   });
 
   it('renders a well-formed page: the answer, the table with verdicts, four charts and a link to each level', () => {
@@ -141,7 +180,9 @@ describe('the sweep’s table and page', () => {
     // The jitter chart draws the target.
     expect(html).toContain('target 5 ms');
     expect(html).toContain('<a href="calls-50.html">50 calls</a>: held');
-    expect(html).toContain('<a href="calls-100.html">100 calls</a>: missed late frames at the callers');
+    expect(html).toContain('<a href="calls-100.html">100 calls</a>: missed late frames at the callers (gap &gt; 40 ms); outbound pacing jitter p99 (steady state) (the bare relay at 100 calls: jitter p99 4.50 ms, 1.50 late frames per 10k)</li>');
+    // The jitter, late-frame and CPU charts each draw the relay beside the gateway.
+    expect(occurrences(html, '<title>relay</title>')).toBe(3);
     expect(html).toContain('Levels 50, 100 concurrent calls; each ramps over 10 s and holds 30 s');
   });
 });

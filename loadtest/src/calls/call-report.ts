@@ -80,6 +80,13 @@ export function checkTargets(report: CallBenchReport): TargetCheck[] {
   ];
 }
 
+/** The names of the pacing targets: a sweep (sweep.ts) sets the relay's pacing beside their misses. */
+export const PACING_CHECK_NAMES = {
+  lateAtCallers: 'late frames at the callers (gap > 40 ms)',
+  lateAtPacer: 'late frames at the gateway pacer',
+  jitter: 'outbound pacing jitter p99 (steady state)',
+} as const;
+
 /**
  * The targets a caller hears, the first eight of {@link checkTargets}: no call failed, frames on
  * time, turns and barge-in quick. A capacity sweep (sweep.ts) says a gateway held a number of
@@ -97,9 +104,9 @@ export function callQualityChecks(report: CallBenchReport): TargetCheck[] {
   }
   return [
     zero('failed calls', calls.failed, `${calls.failed} failed (${calls.dropped} of them dropped${calls.refused > 0 ? `, ${calls.refused} refused with 503` : ''}) of ${calls.planned}`),
-    zero('late frames at the callers (gap > 40 ms)', g.framePacing.lateFramesAtCallers, lateAtCallers(report)),
-    zero('late frames at the gateway pacer', g.framePacing.lateFramesAtGateway),
-    atMost('outbound pacing jitter p99 (steady state)', g.framePacing.jitter.p99, CALL_TARGETS.jitterP99Ms, 'ms', 2),
+    zero(PACING_CHECK_NAMES.lateAtCallers, g.framePacing.lateFramesAtCallers, lateAtCallers(report)),
+    zero(PACING_CHECK_NAMES.lateAtPacer, g.framePacing.lateFramesAtGateway),
+    atMost(PACING_CHECK_NAMES.jitter, g.framePacing.jitter.p99, CALL_TARGETS.jitterP99Ms, 'ms', 2),
     atMost('gateway event-loop delay p99', g.process.eventLoopDelay.p99, CALL_TARGETS.loopDelayP99Ms, 'ms', 2),
     atMost('overhead per turn p50', stages ? stages.overhead.p50 : null, CALL_TARGETS.overheadP50Ms, 'ms', 2),
     atMost('overhead per turn p99', stages ? stages.overhead.p99 : null, CALL_TARGETS.overheadP99Ms, 'ms', 2),

@@ -11,7 +11,7 @@ import { escapeHtml, htmlPage, htmlTable, lineChartSvg } from '../html/charts.js
 import type { Cell, LineSeries } from '../html/charts.js';
 import { fixed, textTable } from '../report.js';
 import type { MachineInfo } from '../report.js';
-import { CALL_TARGETS, callQualityChecks } from './call-report.js';
+import { CALL_TARGETS, PACING_CHECK_NAMES, callQualityChecks } from './call-report.js';
 import type { CallBenchReport } from './call-results.js';
 import { latePer10k } from './frame-gaps.js';
 import { msOf } from './thread-figures.js';
@@ -37,6 +37,12 @@ export interface SweepLevel {
   lateAtCallers: number;
   lateAtCallersPer10k: number | null;
   lateAtPacer: number | null;
+  /**
+   * The bare relay's pacing at the same calls (null without the relay): the floor the callers and
+   * the machine set, since the relay echoes frames with no pipeline. Not part of the verdict.
+   */
+  relayJitterP99Ms: number | null;
+  relayLateAtCallersPer10k: number | null;
   loopDelayP99Ms: number | null;
   cpuPerCallSecondMs: number | null;
   relayCpuPerCallSecondMs: number | null;
@@ -63,6 +69,7 @@ export interface CallSweepReport {
 /** One level's figures from its report; `files` are the report's paths (kept by name only). */
 export function sweepLevel(report: CallBenchReport, files: { json: string; html: string }): SweepLevel {
   const g = report.gateway;
+  const relay = report.relay;
   const checks = callQualityChecks(report);
   const missed = checks.filter((c) => c.pass === false).map((c) => c.name);
   return {
@@ -80,9 +87,11 @@ export function sweepLevel(report: CallBenchReport, files: { json: string; html:
     lateAtCallers: g.framePacing.lateFramesAtCallers,
     lateAtCallersPer10k: latePer10k(g.framePacing.lateFramesAtCallers, g.framePacing.frames),
     lateAtPacer: g.framePacing.lateFramesAtGateway,
+    relayJitterP99Ms: relay ? relay.framePacing.jitter.p99 : null,
+    relayLateAtCallersPer10k: relay ? latePer10k(relay.framePacing.lateFramesAtCallers, relay.framePacing.frames) : null,
     loopDelayP99Ms: g.process.eventLoopDelay.p99,
     cpuPerCallSecondMs: msOf(g.process.cpuPerCallSecond),
-    relayCpuPerCallSecondMs: msOf(report.relay?.process.cpuPerCallSecond),
+    relayCpuPerCallSecondMs: msOf(relay?.process.cpuPerCallSecond),
     cpuRatioToRelay: report.cpuRatioToRelay,
     rssGrowthPerCallMb: g.process.rssGrowthPerCallMb,
     files: { json: basename(files.json), html: basename(files.html) },
@@ -125,7 +134,9 @@ export const SWEEP_HEADERS = [
   'overhead p99 ms',
   'barge-in p95 ms',
   'jitter p99 ms',
+  'relay jitter p99 ms',
   'late at callers (per 10k)',
+  'relay late per 10k',
   'late at pacer',
   'loop delay p99 ms',
   'CPU ms per call-s',
@@ -143,7 +154,9 @@ export function sweepRows(sweep: CallSweepReport): string[][] {
     fixed(l.overheadP99Ms, 0),
     fixed(l.bargeInP95Ms, 0),
     fixed(l.jitterP99Ms, 2),
+    fixed(l.relayJitterP99Ms, 2),
     `${l.lateAtCallers} (${fixed(l.lateAtCallersPer10k, 2)})`,
+    fixed(l.relayLateAtCallersPer10k, 2),
     l.lateAtPacer === null ? '-' : String(l.lateAtPacer),
     fixed(l.loopDelayP99Ms, 1),
     fixed(l.cpuPerCallSecondMs, 2),
@@ -152,9 +165,21 @@ export function sweepRows(sweep: CallSweepReport): string[][] {
   ]);
 }
 
+const PACING_TARGETS = new Set<string>(Object.values(PACING_CHECK_NAMES));
+
+/**
+ * What a level missed, and, when that includes pacing and the relay ran, the relay's pacing at
+ * the same calls: whether the machine and the callers let even a relay with no pipeline keep time.
+ */
+export function sweepMisses(l: SweepLevel): string {
+  const missed = l.missed.join('; ');
+  if (l.relayJitterP99Ms === null || !l.missed.some((m) => PACING_TARGETS.has(m))) return missed;
+  return `${missed} (the bare relay at ${l.calls} calls: jitter p99 ${fixed(l.relayJitterP99Ms, 2)} ms, ${fixed(l.relayLateAtCallersPer10k, 2)} late frames per 10k)`;
+}
+
 /** The terminal's summary: the table, then the answer and each level's misses. */
 export function formatSweepTable(sweep: CallSweepReport): string {
-  const misses = sweep.levels.filter((l) => !l.held).map((l) => `  ${l.calls} calls missed: ${l.missed.join('; ')}`);
+  const misses = sweep.levels.filter((l) => !l.held).map((l) => `  ${l.calls} calls missed: ${sweepMisses(l)}`);
   return [textTable(SWEEP_HEADERS, sweepRows(sweep)), '', `${sweepAnswer(sweep)}.`, ...misses].join('\n');
 }
 
@@ -162,18 +187,24 @@ function series(sweep: CallSweepReport, name: string, pick: (l: SweepLevel) => n
   return { name, points: sweep.levels.map((l) => [l.calls, pick(l)]) };
 }
 
+/** The gateway's series, and the relay's beside it when the sweep ran the relay. */
+function withRelay(sweep: CallSweepReport, gateway: (l: SweepLevel) => number | null, relay: (l: SweepLevel) => number | null): LineSeries[] {
+  const g = series(sweep, 'gateway', gateway);
+  return sweep.settings.relay ? [g, series(sweep, 'relay', relay)] : [g];
+}
+
 /** The self-contained page: the answer, the table with each level's verdict, charts over the levels, links to each level's report. */
 export function renderSweepHtml(sweep: CallSweepReport): string {
   const s = sweep.settings;
   const settings = `Levels ${s.levels.join(', ')} concurrent calls; each ramps over ${s.rampSec} s and holds ${s.steadySec} s, with ${s.workers} caller process(es)${s.relay ? ' and the bare relay after the gateway' : ', without the relay'}; STT latency ${s.sttLatencyMs} ms. Machine: ${sweep.machine.cpuModel} (${sweep.machine.cpus} CPUs), Node ${sweep.machine.node}.`;
   const rows: Cell[][] = sweepRows(sweep).map((row, i) => row.map((c, j) => (j === 1 ? { text: c, className: sweep.levels[i]!.held ? 'pass' : 'fail' } : c)));
-  const links = sweep.levels.map((l) => `<li><a href="${escapeHtml(encodeURIComponent(l.files.html))}">${l.calls} calls</a>: ${escapeHtml(l.held ? 'held' : `missed ${l.missed.join('; ')}`)}${l.held && !l.ok ? ', but missed a cost target (CPU against the relay or RSS growth)' : ''}</li>`).join('\n');
+  const links = sweep.levels.map((l) => `<li><a href="${escapeHtml(encodeURIComponent(l.files.html))}">${l.calls} calls</a>: ${escapeHtml(l.held ? 'held' : `missed ${sweepMisses(l)}`)}${l.held && !l.ok ? ', but missed a cost target (CPU against the relay or RSS growth)' : ''}</li>`).join('\n');
   const x = { xLabel: 'concurrent calls' };
   const charts = [
     lineChartSvg([series(sweep, 'p50', (l) => l.turnLatencyMs.p50), series(sweep, 'p95', (l) => l.turnLatencyMs.p95), series(sweep, 'p99', (l) => l.turnLatencyMs.p99)], { ...x, title: 'Turn latency (caller speech end → agent audio)', unit: 'ms' }),
-    lineChartSvg([series(sweep, 'jitter p99', (l) => l.jitterP99Ms)], { ...x, title: 'Outbound pacing jitter p99', unit: 'ms', target: { value: CALL_TARGETS.jitterP99Ms, label: `target ${CALL_TARGETS.jitterP99Ms} ms` } }),
-    lineChartSvg([series(sweep, 'late frames at the callers per 10k', (l) => l.lateAtCallersPer10k)], { ...x, title: 'Late frames at the callers', unit: 'per 10k frames' }),
-    lineChartSvg([series(sweep, 'gateway', (l) => l.cpuPerCallSecondMs), series(sweep, 'relay', (l) => l.relayCpuPerCallSecondMs)], { ...x, title: 'CPU per call-second (steady state)', unit: 'ms' }),
+    lineChartSvg(withRelay(sweep, (l) => l.jitterP99Ms, (l) => l.relayJitterP99Ms), { ...x, title: 'Outbound pacing jitter p99', unit: 'ms', target: { value: CALL_TARGETS.jitterP99Ms, label: `target ${CALL_TARGETS.jitterP99Ms} ms` } }),
+    lineChartSvg(withRelay(sweep, (l) => l.lateAtCallersPer10k, (l) => l.relayLateAtCallersPer10k), { ...x, title: 'Late frames at the callers', unit: 'per 10k frames' }),
+    lineChartSvg(withRelay(sweep, (l) => l.cpuPerCallSecondMs, (l) => l.relayCpuPerCallSecondMs), { ...x, title: 'CPU per call-second (steady state)', unit: 'ms' }),
   ];
   return htmlPage(`Call capacity sweep, ${sweep.startedAt}`, [
     { heading: 'Answer', html: `<p><strong>${escapeHtml(sweepAnswer(sweep))}.</strong></p>\n<p class="muted">A level is held when every call-quality target passed: no failed call, no late frame at the callers or the pacer, pacing jitter p99 ≤ ${CALL_TARGETS.jitterP99Ms} ms, event-loop delay p99 ≤ ${CALL_TARGETS.loopDelayP99Ms} ms, overhead per turn p50 ≤ ${CALL_TARGETS.overheadP50Ms} and p99 ≤ ${CALL_TARGETS.overheadP99Ms} ms, barge-in p95 ≤ ${CALL_TARGETS.bargeInP95Ms} ms. CPU against the relay and RSS growth per call are in the table; they say what the calls cost, not how they went.</p>\n<p class="muted">${escapeHtml(settings)}</p>` },
