@@ -168,6 +168,7 @@ describe('the sweep’s table and page', () => {
     // Without the relay, each chart draws the gateway alone.
     const html = renderSweepHtml(noRelay);
     expect(occurrences(html, '<title>relay</title>')).toBe(0);
+    expect(html).not.toContain('The relay’s jitter p99');
   });
 
   it('renders a well-formed page: the answer, the table with verdicts, four charts and a link to each level', () => {
@@ -183,6 +184,7 @@ describe('the sweep’s table and page', () => {
     expect(html).toContain('<a href="calls-100.html">100 calls</a>: missed late frames at the callers (gap &gt; 40 ms); outbound pacing jitter p99 (steady state) (the bare relay at 100 calls: jitter p99 4.50 ms, 1.50 late frames per 10k)</li>');
     // The jitter, late-frame and CPU charts each draw the relay beside the gateway.
     expect(occurrences(html, '<title>relay</title>')).toBe(3);
+    expect(html).toContain('The relay’s jitter p99 and late frames, beside the gateway’s, are the floor the callers and the machine set');
     expect(html).toContain('Levels 50, 100 concurrent calls; each ramps over 10 s and holds 30 s');
   });
 });
