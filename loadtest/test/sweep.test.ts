@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { withTargets } from '../src/calls/aggregate.js';
 import { checkTargets } from '../src/calls/call-report.js';
 import type { CallBenchReport } from '../src/calls/call-results.js';
-import { SWEEP_HEADERS, buildSweepReport, formatSweepTable, renderSweepHtml, sweepAnswer, sweepLevel, sweepRows } from '../src/calls/sweep.js';
+import { SWEEP_HEADERS, buildSweepReport, formatSweepTable, renderSweepHtml, sweepAnswer, sweepLevel, sweepMisses, sweepRows } from '../src/calls/sweep.js';
 import type { CallSweepReport, SweepLevel } from '../src/calls/sweep.js';
 import { fixture } from './call-fixture.js';
 import { markupProblems, occurrences } from './html-markup.js';
@@ -150,6 +150,30 @@ describe('the sweep’s table and page', () => {
     expect(out).toContain('  100 calls missed: late frames at the callers (gap > 40 ms); outbound pacing jitter p99 (steady state) (the bare relay at 100 calls: jitter p99 4.50 ms, 1.50 late frames per 10k)');
   });
 
+  it('says how many late frames at the callers a held caller process read late, with or without the relay', () => {
+    const where = (held: number) => (r: CallBenchReport) => {
+      late(7)(r);
+      r.gateway.framePacing.lateAtCallersWhere = { othersArrived: 7 - held - 1, thisCallerSilent: held, allCallersSilent: 1 };
+    };
+    const l = levelAt(100, where(4));
+    expect(l.lateAtCallersWhere).toEqual({ othersArrived: 2, thisCallerSilent: 4, allCallersSilent: 1 });
+    expect(sweepMisses(l)).toBe('late frames at the callers (gap > 40 ms) (4 of the 7 late frames at the callers read late by a held caller process; the bare relay at 100 calls: jitter p99 2.80 ms, 0.00 late frames per 10k)');
+    const alone = levelAt(100, (r) => {
+      where(4)(r);
+      r.relay = null;
+      r.cpuRatioToRelay = null;
+    });
+    expect(sweepMisses(alone)).toBe('late frames at the callers (gap > 40 ms) (4 of the 7 late frames at the callers read late by a held caller process)');
+    // None read late by a held caller process: nothing said of it.
+    expect(sweepMisses(levelAt(100, where(0)))).toBe('late frames at the callers (gap > 40 ms) (the bare relay at 100 calls: jitter p99 2.80 ms, 0.00 late frames per 10k)');
+    // Late frames at the callers that were not a miss of their own are not explained (here jitter alone missed).
+    const jitterOnly = levelAt(100, (r) => {
+      r.gateway.framePacing.jitter.p99 = 6;
+      r.gateway.framePacing.lateAtCallersWhere = { othersArrived: 0, thisCallerSilent: 3, allCallersSilent: 0 };
+    });
+    expect(sweepMisses(jitterOnly)).toBe('outbound pacing jitter p99 (steady state) (the bare relay at 100 calls: jitter p99 2.80 ms, 0.00 late frames per 10k)');
+  });
+
   it('sets the relay’s pacing beside a pacing miss only: not beside other misses, nor without the relay', () => {
     const slow = sweepOf([levelAt(50, slowBargeIn)], [50]);
     expect(formatSweepTable(slow).endsWith('  50 calls missed: barge-in reaction p95')).toBe(true);
@@ -164,6 +188,7 @@ describe('the sweep’s table and page', () => {
       })],
     });
     expect(formatSweepTable(noRelay).endsWith('  50 calls missed: late frames at the callers (gap > 40 ms)')).toBe(true);
+    expect(noRelay.levels[0]!.lateAtCallersWhere).toBeNull();
     expect(sweepRows(noRelay)[0]!.slice(6, 10)).toEqual(['2.80', '-', '4 (0.03)', '-']);
     // Without the relay, each chart draws the gateway alone.
     const html = renderSweepHtml(noRelay);

@@ -14,6 +14,7 @@ import type { MachineInfo } from '../report.js';
 import { CALL_TARGETS, PACING_CHECK_NAMES, callQualityChecks } from './call-report.js';
 import type { CallBenchReport } from './call-results.js';
 import { latePer10k } from './frame-gaps.js';
+import type { LateFramesWhere } from './late-gaps.js';
 import { msOf } from './thread-figures.js';
 
 /** One level of a sweep: what its run measured, in the units the names say. */
@@ -37,6 +38,8 @@ export interface SweepLevel {
   lateAtCallers: number;
   lateAtCallersPer10k: number | null;
   lateAtPacer: number | null;
+  /** The gateway's late frames at the callers by where each became late (late-gaps.ts); null in reports from before that was recorded. */
+  lateAtCallersWhere: LateFramesWhere | null;
   /**
    * The bare relay's pacing at the same calls (null without the relay): the floor the callers and
    * the machine set, since the relay echoes frames with no pipeline. Not part of the verdict.
@@ -87,6 +90,7 @@ export function sweepLevel(report: CallBenchReport, files: { json: string; html:
     lateAtCallers: g.framePacing.lateFramesAtCallers,
     lateAtCallersPer10k: latePer10k(g.framePacing.lateFramesAtCallers, g.framePacing.frames),
     lateAtPacer: g.framePacing.lateFramesAtGateway,
+    lateAtCallersWhere: g.framePacing.lateAtCallersWhere ?? null,
     relayJitterP99Ms: relay ? relay.framePacing.jitter.p99 : null,
     relayLateAtCallersPer10k: relay ? latePer10k(relay.framePacing.lateFramesAtCallers, relay.framePacing.frames) : null,
     loopDelayP99Ms: g.process.eventLoopDelay.p99,
@@ -168,13 +172,19 @@ export function sweepRows(sweep: CallSweepReport): string[][] {
 const PACING_TARGETS = new Set<string>(Object.values(PACING_CHECK_NAMES));
 
 /**
- * What a level missed, and, when that includes pacing and the relay ran, the relay's pacing at
- * the same calls: whether the machine and the callers let even a relay with no pipeline keep time.
+ * What a level missed, then what puts a pacing miss in proportion: how many of the late frames at
+ * the callers a held caller process read late (the generator, not the gateway: late-gaps.ts), and,
+ * when the relay ran, the relay's pacing at the same calls (whether the machine and the callers
+ * let even a relay with no pipeline keep time).
  */
 export function sweepMisses(l: SweepLevel): string {
   const missed = l.missed.join('; ');
-  if (l.relayJitterP99Ms === null || !l.missed.some((m) => PACING_TARGETS.has(m))) return missed;
-  return `${missed} (the bare relay at ${l.calls} calls: jitter p99 ${fixed(l.relayJitterP99Ms, 2)} ms, ${fixed(l.relayLateAtCallersPer10k, 2)} late frames per 10k)`;
+  if (!l.missed.some((m) => PACING_TARGETS.has(m))) return missed;
+  const notes: string[] = [];
+  const held = l.lateAtCallersWhere?.thisCallerSilent ?? 0;
+  if (l.missed.includes(PACING_CHECK_NAMES.lateAtCallers) && held > 0) notes.push(`${held} of the ${l.lateAtCallers} late frames at the callers read late by a held caller process`);
+  if (l.relayJitterP99Ms !== null) notes.push(`the bare relay at ${l.calls} calls: jitter p99 ${fixed(l.relayJitterP99Ms, 2)} ms, ${fixed(l.relayLateAtCallersPer10k, 2)} late frames per 10k`);
+  return notes.length > 0 ? `${missed} (${notes.join('; ')})` : missed;
 }
 
 /** The terminal's summary: the table, then the answer and each level's misses. */
