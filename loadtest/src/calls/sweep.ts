@@ -161,7 +161,7 @@ export function sweepRows(sweep: CallSweepReport): string[][] {
     fixed(l.relayJitterP99Ms, 2),
     `${l.lateAtCallers} (${fixed(l.lateAtCallersPer10k, 2)})`,
     fixed(l.relayLateAtCallersPer10k, 2),
-    l.lateAtPacer === null ? '-' : String(l.lateAtPacer),
+    fixed(l.lateAtPacer, 0),
     fixed(l.loopDelayP99Ms, 1),
     fixed(l.cpuPerCallSecondMs, 2),
     fixed(l.cpuRatioToRelay, 2),
