@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { lateGaps, utteranceGaps } from '../src/calls/frame-gaps.js';
-import { ArrivalMap, CALLER_SILENCE_MS, classifyLateGaps, lateGapSpans, lateWhereRows } from '../src/calls/late-gaps.js';
+import { ArrivalMap, CALLER_SILENCE_MS, classifyLateGaps, heldCallerLate, lateGapSpans, lateWhereRows } from '../src/calls/late-gaps.js';
 import type { CallerArrivals, Span } from '../src/calls/late-gaps.js';
 
 const T0 = 1_796_000_000_000.25;
@@ -101,5 +101,15 @@ describe('late-where rows', () => {
       { target: 'relay', framePacing: { lateFramesAtCallers: 185 } },
     ]);
     expect(rows).toEqual([['gateway', '22', '1', '21', '0']]);
+  });
+});
+
+describe('held caller processes', () => {
+  it('counts only the frames one caller process read late while another read, and nothing without a breakdown', () => {
+    expect(heldCallerLate({ othersArrived: 3, thisCallerSilent: 5, allCallersSilent: 9 })).toEqual({ count: 5, text: 'read late by a held caller process' });
+    // Every caller process silent at once could be the server's pause: not the generator's.
+    expect(heldCallerLate({ othersArrived: 3, thisCallerSilent: 0, allCallersSilent: 9 })).toBeNull();
+    expect(heldCallerLate(null)).toBeNull();
+    expect(heldCallerLate(undefined)).toBeNull();
   });
 });

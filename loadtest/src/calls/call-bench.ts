@@ -326,15 +326,15 @@ async function sweep(config: CallBenchConfig, started: Started, levels: readonly
   const settings = { levels: [...levels], rampSec: config.rampSec, steadySec: config.steadySec, workers: config.workers, relay: config.relay, sttLatencyMs: config.sttLatencyMs };
   const machine = machineInfo();
   const done: SweepLevel[] = [];
-  let summary = buildSweepReport({ startedAt, settings, machine, levels: done });
   for (const [i, calls] of levels.entries()) {
     progress(`sweep: level ${i + 1} of ${levels.length}, ${calls} concurrent calls`);
     const level = await bench({ ...config, calls, workers: Math.min(config.workers, calls) }, started);
     done.push(sweepLevel(level.report, { json: level.jsonFile, html: level.htmlFile }));
-    summary = buildSweepReport({ startedAt, settings, machine, levels: done });
-    writeFileSync(jsonFile, `${JSON.stringify(summary, null, 2)}\n`);
-    writeFileSync(htmlFile, renderSweepHtml(summary));
+    const sofar = buildSweepReport({ startedAt, settings, machine, levels: done });
+    writeFileSync(jsonFile, `${JSON.stringify(sofar, null, 2)}\n`);
+    writeFileSync(htmlFile, renderSweepHtml(sofar));
   }
+  const summary = buildSweepReport({ startedAt, settings, machine, levels: done });
   process.stdout.write(`\ncapacity sweep\n${formatSweepTable(summary)}\n\nsweep written to ${jsonFile} and ${htmlFile}\n`);
   return 0;
 }

@@ -7,7 +7,7 @@ import { htmlPage } from '../html/charts.js';
 import { fixed, textTable } from '../report.js';
 import type { CallBenchReport, Distribution, GeneratorFigures, TargetCheck, TargetRun } from './call-results.js';
 import { latePer10k, latePer10kText, withinShare } from './frame-gaps.js';
-import { LATE_WHERE_HEADERS, lateWhereRows } from './late-gaps.js';
+import { LATE_WHERE_HEADERS, heldCallerLate, lateWhereRows } from './late-gaps.js';
 import { loopCoreWaitRows, pipelineThreadRows, processCpuRows } from './thread-figures.js';
 
 /** The issue's limits (issue 5, "Targets"), in the units their names say. */
@@ -45,7 +45,8 @@ function zero(name: string, value: number | null, detail?: string): TargetCheck 
 function lateAtCallers(report: CallBenchReport): string {
   const p = report.gateway.framePacing;
   const relay = report.relay ? `; relay ${latePer10kText(report.relay.framePacing.lateFramesAtCallers, report.relay.framePacing.frames)}` : '';
-  const held = p.lateAtCallersWhere && p.lateAtCallersWhere.thisCallerSilent > 0 ? `; ${p.lateAtCallersWhere.thisCallerSilent} read late by a held caller process` : '';
+  const h = heldCallerLate(p.lateAtCallersWhere);
+  const held = h ? `; ${h.count} ${h.text}` : '';
   return `${p.lateFramesAtCallers} (${latePer10kText(p.lateFramesAtCallers, p.frames)}${relay}${held})`;
 }
 

@@ -134,6 +134,18 @@ export function classifyLateGaps(processes: readonly CallerArrivals[], silenceMs
   return where;
 }
 
+/**
+ * How many late frames at the callers a held caller process read late (the generator's, not
+ * the gateway's), with the clause that follows the count: "3 read late by a held caller
+ * process". Null when there is no breakdown (reports from before it) or none was. The frames
+ * every caller process read late at once are not counted: a pause of the server would look the
+ * same. A single run's target line and the sweep's misses both say it through this.
+ */
+export function heldCallerLate(where: LateFramesWhere | null | undefined): { count: number; text: string } | null {
+  const count = where?.thisCallerSilent ?? 0;
+  return count > 0 ? { count, text: 'read late by a held caller process' } : null;
+}
+
 /** Column headings of the table of {@link LateFramesWhere} (terminal and HTML report). */
 export const LATE_WHERE_HEADERS = [
   'late frames at the callers',

@@ -14,6 +14,7 @@ import type { MachineInfo } from '../report.js';
 import { CALL_TARGETS, PACING_CHECK_NAMES, callQualityChecks } from './call-report.js';
 import type { CallBenchReport } from './call-results.js';
 import { latePer10k } from './frame-gaps.js';
+import { heldCallerLate } from './late-gaps.js';
 import type { LateFramesWhere } from './late-gaps.js';
 import { msOf } from './thread-figures.js';
 
@@ -181,8 +182,8 @@ export function sweepMisses(l: SweepLevel): string {
   const missed = l.missed.join('; ');
   if (!l.missed.some((m) => PACING_TARGETS.has(m))) return missed;
   const notes: string[] = [];
-  const held = l.lateAtCallersWhere?.thisCallerSilent ?? 0;
-  if (l.missed.includes(PACING_CHECK_NAMES.lateAtCallers) && held > 0) notes.push(`${held} of the ${l.lateAtCallers} late frames at the callers read late by a held caller process`);
+  const held = heldCallerLate(l.lateAtCallersWhere);
+  if (l.missed.includes(PACING_CHECK_NAMES.lateAtCallers) && held) notes.push(`${held.count} of the ${l.lateAtCallers} late frames at the callers ${held.text}`);
   if (l.relayJitterP99Ms !== null) notes.push(`the bare relay at ${l.calls} calls: jitter p99 ${fixed(l.relayJitterP99Ms, 2)} ms, ${fixed(l.relayLateAtCallersPer10k, 2)} late frames per 10k`);
   return notes.length > 0 ? `${missed} (${notes.join('; ')})` : missed;
 }
