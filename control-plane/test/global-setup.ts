@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import pg from 'pg';
 import { pino } from 'pino';
+import { spareLoopbackPort } from '@vap/shared';
 import { openDatabase, runMigrations } from '../src/db/database.js';
 import { startEmbeddedPostgres } from '../src/db/embedded-postgres.js';
 
@@ -41,7 +42,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     };
   } else {
     const dir = mkdtempSync(path.join(tmpdir(), 'vap-test-pg-'));
-    const port = 55000 + Math.floor(Math.random() * 5000);
+    const port = await spareLoopbackPort();
     const embedded = await startEmbeddedPostgres({ dataDir: dir, port, log: pino({ level: 'silent' }), database: 'test' });
     url = embedded.url;
     teardown = async () => {

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createLogger, loadConfig, startControlPlane } from '@vap/control-plane';
 import type { ControlPlaneConfig } from '@vap/control-plane';
-import { InProcessBus } from '@vap/shared';
+import { InProcessBus, spareLoopbackPort } from '@vap/shared';
 import type { PoolCounts } from './server-probe.js';
 
 /** A control plane started for one benchmark run, on its own fresh database. */
@@ -31,21 +30,6 @@ export interface BenchPlatform {
 // Enterprise plans take RATE_LIMIT_ENTERPRISE per minute; this is the schema's maximum,
 // far above what one machine serves in a minute, so the limiter counts but never refuses.
 const RATE_LIMIT_PER_MINUTE = '1000000';
-const EMBEDDED_PORT_RANGE = [55_000, 60_000] as const;
-
-/** A port in the range that nothing listens on right now (loopback). */
-async function freePort(min: number, max: number): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = min + Math.floor(Math.random() * (max - min));
-    const free = await new Promise<boolean>((resolve) => {
-      const probe = createServer();
-      probe.once('error', () => resolve(false));
-      probe.listen({ host: '127.0.0.1', port, exclusive: true }, () => probe.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-  throw new Error(`no free port found in ${min}-${max}`);
-}
 
 /** `create database` on the server, returning its URL and how to drop it. */
 async function createBenchDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
@@ -96,7 +80,7 @@ export async function startBenchPlatform(serverDatabaseUrl: string | undefined, 
       cleanups.push(db.drop);
       env.DATABASE_URL = db.url;
     } else {
-      env.EMBEDDED_PG_PORT = String(await freePort(...EMBEDDED_PORT_RANGE));
+      env.EMBEDDED_PG_PORT = String(await spareLoopbackPort());
     }
     const config = loadConfig(env);
     const bus = new InProcessBus();

@@ -18,6 +18,7 @@ export * from './webhooks/delivery-deduper.js';
 export * from './net/outbound-guard.js';
 export * from './net/guarded-post.js';
 export * from './net/retry-after.js';
+export * from './net/spare-port.js';
 export * from './wakeable-delays.js';
 export * from './storage/object-store.js';
 export * from './storage/local-object-store.js';

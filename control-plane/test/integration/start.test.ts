@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { InProcessBus } from '@vap/shared';
+import { InProcessBus, spareLoopbackPort } from '@vap/shared';
 import { loadConfig } from '../../src/config.js';
 import { isAlive } from '../../src/db/embedded-postgres.js';
 import { startControlPlane } from '../../src/control-plane.js';
@@ -61,8 +61,8 @@ function startOnEmbedded(dataDir: string, port: string): Promise<ControlPlane> {
 }
 
 /** A new empty DATA_DIR and a port for its embedded Postgres (the caller removes the directory). */
-function embeddedDataDir(): { dataDir: string; port: string } {
-  return { dataDir: mkdtempSync(path.join(tmpdir(), 'vap-embedded-')), port: String(50_000 + Math.floor(Math.random() * 4000)) };
+async function embeddedDataDir(): Promise<{ dataDir: string; port: string }> {
+  return { dataDir: mkdtempSync(path.join(tmpdir(), 'vap-embedded-')), port: String(await spareLoopbackPort()) };
 }
 
 const embeddedModule = fileURLToPath(new URL('../../src/db/embedded-postgres.ts', import.meta.url));
@@ -151,7 +151,7 @@ describe('starting the control plane', () => {
   });
 
   it('runs on an embedded Postgres without DATABASE_URL and keeps its data across restarts', async () => {
-    const { dataDir, port } = embeddedDataDir();
+    const { dataDir, port } = await embeddedDataDir();
     try {
       const listeners = () => ['beforeExit', 'SIGINT', 'SIGTERM'].map((e) => process.listenerCount(e));
       const before = listeners();
@@ -196,7 +196,7 @@ describe('starting the control plane', () => {
   }, 60_000);
 
   it('stops an embedded Postgres left running by a killed process, and starts on its data', async () => {
-    const { dataDir, port } = embeddedDataDir();
+    const { dataDir, port } = await embeddedDataDir();
     const leftover = await embeddedPostgresProcess(dataDir, port);
     try {
       leftover.child.kill('SIGKILL');
@@ -217,7 +217,7 @@ describe('starting the control plane', () => {
   }, 90_000);
 
   it('refuses a DATA_DIR whose embedded Postgres belongs to a process still running, and leaves that server alone', async () => {
-    const { dataDir, port } = embeddedDataDir();
+    const { dataDir, port } = await embeddedDataDir();
     const other = await embeddedPostgresProcess(dataDir, port);
     try {
       await expect(startOnEmbedded(dataDir, port)).rejects.toThrow(
