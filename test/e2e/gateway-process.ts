@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { TWILIO_TOKEN, freePort, startPlatform } from './platform.js';
+import { spareLoopbackPort } from '@vap/shared';
+import { TWILIO_TOKEN, startPlatform } from './platform.js';
 import type { Platform } from './platform.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -26,10 +27,10 @@ export interface GatewayProcess {
  * to this test worker, the gateway process goes with it.
  */
 export async function platformWithGatewayProcess(platformEnv: Record<string, string>, gatewayEnv: Record<string, string>): Promise<{ p: Platform; gateway: GatewayProcess }> {
-  // Between freePort and the child's listen the port can be taken by a parallel test (CI once:
+  // Between spareLoopbackPort and the child's listen the port can be taken by a parallel test (CI once:
   // EADDRINUSE): then both start again on another port, up to 5 times.
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = await spareLoopbackPort();
     const p = await startPlatform('nats', { ...platformEnv, MEDIA_GATEWAY_PUBLIC_URL: `ws://127.0.0.1:${port}` });
     const gateway = launch(port, p.natsSubjectPrefix, gatewayEnv);
     try {

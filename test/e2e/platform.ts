@@ -1,8 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { createServer } from 'node:net';
 import { pino } from 'pino';
 import { inject } from 'vitest';
-import { InProcessBus, NatsBus, SUBJECTS, newId } from '@vap/shared';
+import { InProcessBus, NatsBus, SUBJECTS, newId, spareLoopbackPort } from '@vap/shared';
 import type { Bus, Payload } from '@vap/shared';
 import { loadConfig, startControlPlane } from '@vap/control-plane';
 import type { ControlPlane } from '@vap/control-plane';
@@ -14,18 +13,6 @@ import type { ProviderRuntime } from '@vap/voice-pipeline';
 import { createTenant } from '../../control-plane/test/helpers.js';
 
 export const TWILIO_TOKEN = 'e2e_twilio_auth_token_0000000000';
-
-/** A TCP port free on loopback right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 /** Parsed JSON bodies of API responses; tests read the fields they check. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -65,14 +52,14 @@ export function collectUnhandledRejections(): { readonly reasons: unknown[]; sto
 }
 
 /**
- * `start` on a port that was free a moment ago. Between {@link freePort} and the listen the
- * port can be taken (a parallel test's server, or an outgoing connection's ephemeral port:
- * CI once failed with EADDRINUSE there), so on EADDRINUSE it starts again on another port,
+ * `start` on a port that was free a moment ago. Between `spareLoopbackPort` and the listen the
+ * port can be taken (by a parallel test's server; CI once failed with EADDRINUSE there, when
+ * ports still came from the ephemeral range), so on EADDRINUSE it starts again on another port,
  * up to 5 times.
  */
 async function onFreePort<T>(start: (port: number) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = await spareLoopbackPort();
     try {
       return await start(port);
     } catch (err) {

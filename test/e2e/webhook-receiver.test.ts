@@ -3,8 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WEBHOOK_HEADERS, newId, signWebhook } from '@vap/shared';
-import { freePort } from './platform.js';
+import { WEBHOOK_HEADERS, newId, signWebhook, spareLoopbackPort } from '@vap/shared';
 
 // The example receiver of README "Receiving webhooks", run as a user runs it: its own
 // process (node with tsx's loader, as the other e2e tests spawn), answering real requests.
@@ -49,7 +48,7 @@ async function deliver(opts: { id?: string; secret?: string; timestampSeconds?: 
 const count = (text: string) => output.split(text).length - 1;
 
 beforeAll(async () => {
-  const port = await freePort();
+  const port = await spareLoopbackPort();
   url = `http://127.0.0.1:${port}/`;
   child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, '--secret', SECRET, '--port', String(port)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));

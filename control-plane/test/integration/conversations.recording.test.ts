@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InProcessBus, LocalObjectStore, S3ObjectStore } from '@vap/shared';
+import { InProcessBus, LocalObjectStore, S3ObjectStore, spareLoopbackPort } from '@vap/shared';
 import type { ObjectStore } from '@vap/shared';
 import { buildApp } from '../../src/app.js';
 import type { Database } from '../../src/db/database.js';
@@ -23,14 +22,6 @@ import type { TestTenant } from '../helpers.js';
 import { activeAgent, endedRecord, message, prepareCall, prepareRequest, startCalls } from './calls.fixtures.js';
 
 const silent = pino({ level: 'silent' });
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as { port: number };
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 /**
  * An app listening on loopback with its own database (retention claims rows of every
@@ -53,7 +44,7 @@ interface World {
 
 async function world(store: ObjectStore): Promise<World> {
   const iso = await isolatedDatabase();
-  const port = await freePort();
+  const port = await spareLoopbackPort();
   const clock: { nowMs: number | null } = { nowMs: null };
   const bus = new InProcessBus();
   const config = testConfig({ PUBLIC_URL: `http://127.0.0.1:${port}` });
