@@ -159,3 +159,12 @@ export function loadOrExit<T>(load: () => T): T {
     process.exit(2);
   }
 }
+
+/**
+ * The directory the user ran the command from: pnpm runs a package's script in the package
+ * (`loadtest/`) and gives the caller's directory as `INIT_CWD`, against which the paths they
+ * typed are meant.
+ */
+export function invocationDir(env: Record<string, string | undefined> = process.env): string {
+  return env['INIT_CWD']?.trim() || process.cwd();
+}

@@ -129,10 +129,11 @@ describe('pnpm bench:calls', () => {
     expect(page).toContain('<svg');
   });
 
-  it('passes --max-calls to the gateway, which refuses the third call with 503, and writes its log to --gateway-log', { timeout: 180_000 }, async () => {
+  it('passes --max-calls to the gateway, which refuses the third call with 503, writes its log to --gateway-log and its profiles to --cpu-prof', { timeout: 180_000 }, async () => {
     const dir = mkdtempSync(join(outDir, 'capped-'));
     const logFile = join(dir, 'gateway.log');
-    const { code, stdout, stderr } = await run(['--calls', '3', '--ramp-sec', '1', '--steady-sec', '3', '--workers', '1', '--no-relay', '--max-calls', '2', '--gateway-log', logFile, '--out', dir]);
+    const profDir = join(dir, 'prof');
+    const { code, stdout, stderr } = await run(['--calls', '3', '--ramp-sec', '1', '--steady-sec', '3', '--workers', '1', '--no-relay', '--max-calls', '2', '--gateway-log', logFile, '--out', dir, '--cpu-prof', profDir]);
     expect(code, stderr).toBe(1);
     expect(stderr).toContain('GATEWAY_MAX_CALLS 2, GATEWAY_OVERLOAD_LAG_MS 500'); // the progress line
     const json = readdirSync(dir).find((f) => /^calls-.*\.json$/.test(f));
@@ -151,6 +152,17 @@ describe('pnpm bench:calls', () => {
     const lines = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg?: string; reason?: string });
     expect(lines.filter((l) => l.reason === 'at-capacity' && l.msg === 'media stream refused: gateway at capacity')).toHaveLength(gw.calls.refused);
     expect(lines.filter((l) => l.msg === 'call started')).toHaveLength(gw.calls.connected);
+
+    // A V8 profile of each of the gateway's threads, and beside each a flame graph of the steady state.
+    const pages = readdirSync(profDir).filter((f) => f.endsWith('.flame.html'));
+    expect(pages.length).toBe(readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile')).length);
+    for (const thread of ['event loop \\(main thread\\)', 'pipeline thread \\(thread \\d+\\)']) {
+      const line = new RegExp(`gateway, ${thread}: flame graph of the steady state, 3 s at 3 calls in (\\S+\\.flame\\.html) \\(busy \\d+ ms; most self time: `).exec(stderr);
+      expect(line, `${thread}\n${stderr}`).not.toBeNull();
+      const page = readFileSync(line![1]!, 'utf8');
+      expect(page).toContain('Window: the steady state, 3 s at 3 calls: ');
+      expect(page).toContain('<svg class="flame"');
+    }
   });
 
   it('sweeps 1 then 2 calls: a full run and report at each level, then the summary', { timeout: 300_000 }, async () => {

@@ -10,7 +10,11 @@ export function markupProblems(markup: string): string[] {
   const problems: string[] = [];
   const stack: string[] = [];
   // The stylesheet holds CSS (child combinators `>`), not markup.
-  const src = markup.replace(/<style>[^<]*<\/style>/g, '<style></style>').replace(/^<!doctype html>/i, '');
+  // Likewise an inline script (comparisons), which cannot hold `</script`.
+  const src = markup
+    .replace(/<style>[^<]*<\/style>/g, '<style></style>')
+    .replace(/<script>[\s\S]*?<\/script>/g, '<script></script>')
+    .replace(/^<!doctype html>/i, '');
   const tag = /<(\/?)([a-zA-Z][\w:-]*)((?:\s+[\w:-]+="[^"<>]*")*)\s*(\/?)>/g;
   let last = 0;
   for (let m = tag.exec(src); m; m = tag.exec(src)) {

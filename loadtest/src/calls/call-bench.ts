@@ -20,6 +20,7 @@ import type { AdmissionLimits, HeapGrowth } from '@vap/media-gateway';
 import { parsePrometheusText } from '@vap/shared';
 import { loadOrExit } from '../config.js';
 import { machineInfo } from '../machine-info.js';
+import { writeProcessFlameGraphs } from '../profile/flame-file.js';
 import { reportFileName } from '../report.js';
 import { runBounded } from '../run-bounded.js';
 import { buildCallReport, medianCallMs, planSlots, targetRun, withTargets } from './aggregate.js';
@@ -101,7 +102,7 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   const workers = Array.from({ length: config.workers }, (_, i) => track(started, new Child<ToWorker, WorkerMessage>(`caller process ${i + 1}`, new URL('./caller-process.ts', import.meta.url))));
   const workersReady = Promise.all(workers.map((w) => w.next('ready', START_TIMEOUT_MS)));
   const entry = new URL(target === 'gateway' ? './gateway-process.ts' : './relay-process.ts', import.meta.url);
-  // `--cpu-prof <dir>`: a V8 CPU profile per thread of the server process (open it in Chrome DevTools or speedscope);
+  // `--cpu-prof <dir>`: a V8 CPU profile per thread of the server process, and a flame graph page of each (flame-file.ts);
   // `--gateway-node-flags`: runtime flags for the gateway's process only (the relay stays the same baseline).
   const profDir = config.cpuProfDir;
   // `--perf <dir>`: function names for Linux perf, which records the steady state (perf-profile.ts).
@@ -190,6 +191,8 @@ async function runTarget(config: CallBenchConfig, started: Started, target: Serv
   const stopped = await server.next('stopped', 30_000);
   samples.push(stopped.lastSample);
   await Promise.all([server.kill(), ...workers.map((w) => w.kill())]);
+  // The profiles are written as the process exits: a flame graph of each thread's steady state beside them.
+  if (profDir) for (const line of writeProcessFlameGraphs(profDir, server.pid!, target, { fromAt: rampEndAt, toAt: steadyEndAt, words: `the steady state, ${config.steadySec} s at ${config.calls} calls` })) progress(line);
   // Read now, while nothing is measured (before the relay's run starts).
   const perfText = perfRecorded ? perfReportText(perfRecorded, server.pid!, before?.timed ?? null, target, config.steadySec) : null;
 

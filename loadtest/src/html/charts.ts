@@ -380,8 +380,15 @@ th{background:#f4f4f4}td.num,th.num{text-align:right;font-variant-numeric:tabula
 figcaption{font-size:0.85em;color:#555}
 `;
 
+/** What a page may add to the shared shell: more CSS, and a script run at the end of the body (both inline). */
+export interface PageExtras {
+  style?: string;
+  script?: string;
+}
+
 /** A complete, self-contained HTML document: inline stylesheet, `title` as `<h1>`, then each section under an `<h2>`. */
-export function htmlPage(title: string, sections: PageSection[]): string {
+export function htmlPage(title: string, sections: PageSection[], extras: PageExtras = {}): string {
+  if (extras.script?.includes('</script') || extras.style?.includes('</style')) throw new Error('htmlPage: an inline script or style must not close its own element');
   const body = sections.map((s) => `<section>\n<h2>${escapeHtml(s.heading)}</h2>\n${s.html}\n</section>`).join('\n');
   return `<!doctype html>
 <html lang="en">
@@ -389,12 +396,12 @@ export function htmlPage(title: string, sections: PageSection[]): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
-<style>${STYLESHEET}</style>
+<style>${STYLESHEET}${extras.style ?? ''}</style>
 </head>
 <body>
 <h1>${escapeHtml(title)}</h1>
 ${body}
-</body>
+${extras.script ? `<script>\n${extras.script}\n</script>\n` : ''}</body>
 </html>
 `;
 }
