@@ -10,7 +10,7 @@ import { parseFlameArgs, profilesOfProcess, threadLabel, writeFlameGraph, writeP
 import { FLAME_WIDTH, FLAME_ZOOM_SCRIPT, fitLabel, flameSvg, layoutFlame, renderFlameGraphPage } from '../src/profile/flame-graph.js';
 import { markupProblems } from './html-markup.js';
 
-const OURS = 'file:///srv/vap/media-gateway/src/twilio/pacer.ts';
+const OURS = 'file:///srv/vap/media-gateway/dist/twilio/pacer.js';
 const WS = 'file:///srv/vap/node_modules/.pnpm/ws@8.18.3/node_modules/ws/lib/sender.js';
 
 function node(id: number, functionName: string, url: string, children: number[] = [], lineNumber = 9): CpuProfileNode {
@@ -152,10 +152,12 @@ describe('the flame graph', () => {
     const page = renderFlameGraphPage(evil, { title: 'gateway & co', file: '/tmp/a.cpuprofile', window: 'the whole profile' });
     expect(markupProblems(page)).toEqual([]);
     expect(page).not.toContain('<img');
-    expect(page).toContain('&lt;img src=x onerror=&quot;alert(1)&quot;&gt; (pacer.ts:10)');
+    expect(page).toContain('&lt;img src=x onerror=&quot;alert(1)&quot;&gt; (pacer.js:10)');
     const full = renderFlameGraphPage(tree, { title: 'gateway, event loop', file: '/tmp/b.cpuprofile', window: 'the steady state' });
     expect(markupProblems(full)).toEqual([]);
     expect(full).toContain('Busy 0.8 ms (75.0 % of the window), idle 0.3 ms');
+    expect(full).toContain('(boxes under 0.1 % are not drawn)');
+    expect(renderFlameGraphPage(tree, { title: 't', file: 'f', window: 'w' }, { minShare: 0.0005 })).toContain('(boxes under 0.05 % are not drawn)');
     // The functions table: writeBuffer first, its self time 300 of 750 µs.
     expect(full).toMatch(/<tr><td>writeBuffer<\/td><td class="num">native<\/td><td class="num">native<\/td><td class="num">0.3<\/td><td class="num">40.0 %<\/td>/);
   });

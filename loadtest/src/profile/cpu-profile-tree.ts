@@ -13,6 +13,8 @@
  * another process's terms ({@link monotonicUsAtEpochMs}).
  */
 
+import { SourceLines } from './source-lines.js';
+
 export interface CpuProfileCallFrame {
   functionName: string;
   url: string;
@@ -47,7 +49,11 @@ export interface CodeTime {
   name: string;
   /** Script URL without its query (tsx adds `?tsx-namespace=…`); empty for native code and V8's own entries. */
   url: string;
-  /** 1-based; 0 when unknown or 1 (tsx compiles a TypeScript module onto one line, so line 1 tells nothing). */
+  /**
+   * 1-based, 0 when unknown. JavaScript: V8's (0 for line 1, which a bundled one-line file gives
+   * every function). TypeScript, which tsx compiles into one or two long lines: the one line of the source
+   * that defines the function's name ({@link SourceLines}), 0 when there is not exactly one.
+   */
   line: number;
   category: FrameCategory;
   /** Workspace package or npm package the code is in, `node:` for Node's own, else the category. */
@@ -118,8 +124,11 @@ function scriptUrl(url: string): string {
 }
 
 /** A call frame's function, with no time yet. */
-function codeOf(f: CpuProfileCallFrame): CodeTime {
-  return { name: f.functionName || '(anonymous)', url: scriptUrl(f.url), line: f.lineNumber > 0 ? f.lineNumber + 1 : 0, ...classifyCode(f.url, f.functionName), selfUs: 0, totalUs: 0 };
+function codeOf(f: CpuProfileCallFrame, sources: SourceLines | null): CodeTime {
+  const url = scriptUrl(f.url);
+  const ts = /\.(?:[cm]?ts|tsx)$/.test(url);
+  const line = ts ? (sources?.line(url, f.functionName) ?? 0) : f.lineNumber > 0 ? f.lineNumber + 1 : 0;
+  return { name: f.functionName || '(anonymous)', url, line, ...classifyCode(f.url, f.functionName), selfUs: 0, totalUs: 0 };
 }
 
 /** The category and package of code at `url` (a `file://` URL or path, `node:…`, or empty). */
@@ -135,9 +144,9 @@ export function classifyCode(rawUrl: string, functionName: string): { category: 
     const name = parts[0]?.startsWith('@') ? `${parts[0]}/${parts[1] ?? ''}` : (parts[0] ?? '');
     return { category: 'dependency', pkg: name };
   }
-  // Our code: the workspace package is the directory above src/ (or test/, bin/).
+  // Our code: the workspace package is the directory above src/ (or test/, bin/, a build's dist/).
   const parts = path.split('/');
-  const at = parts.findLastIndex((s) => s === 'src' || s === 'test' || s === 'bin');
+  const at = parts.findLastIndex((s) => s === 'src' || s === 'test' || s === 'bin' || s === 'dist');
   return { category: 'ours', pkg: at > 0 ? parts[at - 1]! : (parts.at(-2) ?? path) };
 }
 
@@ -158,8 +167,9 @@ export function clockReading(): { monotonicUs: number; epochMs: number } {
 /**
  * The busy call tree of `profile` between `fromUs` and `toUs` (monotonic µs; default its
  * whole span). Sibling nodes of the same function are merged (V8 keeps a node per calling line).
+ * `sources` finds TypeScript functions' lines (null: none are read, as for a profile of another machine).
  */
-export function buildProfileTree(profile: CpuProfile, window: { fromUs?: number; toUs?: number } = {}): ProfileTree {
+export function buildProfileTree(profile: CpuProfile, window: { fromUs?: number; toUs?: number } = {}, sources: SourceLines | null = new SourceLines()): ProfileTree {
   const fromUs = Math.max(window.fromUs ?? profile.startTime, profile.startTime);
   const toUs = Math.min(window.toUs ?? profile.endTime, profile.endTime);
   const byId = new Map<number, CpuProfileNode>();
@@ -204,7 +214,7 @@ export function buildProfileTree(profile: CpuProfile, window: { fromUs?: number;
     const key = keyOf(f);
     let frame = index.get(key);
     if (!frame) {
-      frame = { ...codeOf(f), children: [] };
+      frame = { ...codeOf(f, sources), children: [] };
       index.set(key, frame);
       into.children.push(frame);
     }
@@ -223,7 +233,7 @@ export function buildProfileTree(profile: CpuProfile, window: { fromUs?: number;
       if (f.functionName === '(idle)') break;
       const fk = keyOf(f);
       let ft = fnTimes.get(fk);
-      if (!ft) fnTimes.set(fk, (ft = codeOf(f)));
+      if (!ft) fnTimes.set(fk, (ft = codeOf(f, sources)));
       if (first) ft.selfUs += us;
       first = false;
       if (!seen.has(fk)) ft.totalUs += us;

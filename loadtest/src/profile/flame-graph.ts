@@ -187,7 +187,7 @@ export function renderFlameGraphPage(tree: ProfileTree, source: FlameSource, opt
     `Busy ${ms(busy)} ms (${pct(busy, wall)} of the window), idle ${ms(tree.idleUs)} ms (waiting for work: left out of the graph).</p>` +
     `<p class="muted">Each sample counts as the time until the next one. On a busy machine V8 samples a thread when it next gets a core, so time it spent waiting for a core lands on whatever ran next; see README › Benchmarks on reading <code>--cpu-prof</code> with care.</p>`;
   const graph =
-    `<p class="muted">The root is at the top, what each function called below it; a box's width is its share of the busy time (boxes under ${(minShare * 100).toFixed(1)} % are not drawn). ` +
+    `<p class="muted">The root is at the top, what each function called below it; a box's width is its share of the busy time (boxes under ${Number((minShare * 100).toFixed(3))} % are not drawn). ` +
     `Hover for the figures; click a box to zoom to it, the top box to zoom out.</p><p>${legend}</p>${flameSvg(tree, opts)}`;
   const fnRows = tree.functions
     .slice(0, 40)
