@@ -55,14 +55,15 @@ export function parseFlameArgs(argv: string[], cwd = process.cwd()): { options: 
   return { options: { file, fromSec, toSec, minShare, out: values.out !== undefined ? resolve(cwd, values.out) : `${file.replace(/\.cpuprofile$/, '')}.flame.html` } };
 }
 
-/** Writes the page; its lines for the terminal. Throws (with the file named) when the profile cannot be read. */
+/** Writes the page; its lines for the terminal. Throws (with the file named) when the profile cannot be read or `--from` is past its end. */
 export function writeFlameGraph(options: FlameCliOptions): string[] {
   const profile = parseCpuProfile(readFileSync(options.file, 'utf8'), options.file);
+  const spanSec = (profile.endTime - profile.startTime) / 1e6;
+  if (options.fromSec !== null && options.fromSec >= spanSec) throw new Error(`--from: ${options.fromSec} s is at or past the end of ${options.file}, which spans ${spanSec.toFixed(1)} s`);
   const fromUs = options.fromSec === null ? undefined : profile.startTime + options.fromSec * 1e6;
   const toUs = options.toSec === null ? undefined : profile.startTime + options.toSec * 1e6;
   const tree = buildProfileTree(profile, { fromUs, toUs });
-  const span = (profile.endTime - profile.startTime) / 1e6;
-  const window = options.fromSec === null && options.toSec === null ? `the whole profile, ${span.toFixed(1)} s` : `${(options.fromSec ?? 0).toFixed(1)}–${(options.toSec ?? span).toFixed(1)} s of ${span.toFixed(1)} s`;
+  const window = options.fromSec === null && options.toSec === null ? `the whole profile, ${spanSec.toFixed(1)} s` : `${(options.fromSec ?? 0).toFixed(1)}–${Math.min(options.toSec ?? spanSec, spanSec).toFixed(1)} s of ${spanSec.toFixed(1)} s`;
   writeFileSync(options.out, renderFlameGraphPage(tree, { title: basename(options.file), file: options.file, window }, { minShare: options.minShare }));
   return [`flame graph of ${options.file} (${window}, busy ${(tree.busyUs / 1000).toFixed(0)} ms) written to ${options.out}`, 'largest self time, % of busy:', ...topFunctionsText(tree)];
 }
