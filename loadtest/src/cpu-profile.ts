@@ -27,9 +27,13 @@ export async function withCpuProfile<T>(dir: string | undefined, name: string, f
     mkdirSync(dir, { recursive: true });
     const file = path.join(dir, `${name}.cpuprofile`);
     writeFileSync(file, JSON.stringify(profile));
-    // And its flame graph beside it: the whole profile, warm-up included.
-    const tree = buildProfileTree(profile as CpuProfile);
-    writeFileSync(path.join(dir, `${name}.flame.html`), renderFlameGraphPage(tree, { title: `control plane bench, ${name}`, file, window: 'the whole measured run, warm-up included' }));
+    // And its flame graph beside it: the whole profile, warm-up included. A page that cannot be made must not cost the run its figures.
+    try {
+      const tree = buildProfileTree(profile as CpuProfile);
+      writeFileSync(path.join(dir, `${name}.flame.html`), renderFlameGraphPage(tree, { title: `control plane bench, ${name}`, file, window: 'the whole measured run, warm-up included' }));
+    } catch (err) {
+      process.stderr.write(`no flame graph for ${file}: ${err instanceof Error ? err.message : String(err)}\n`);
+    }
     return result;
   } finally {
     session.disconnect();

@@ -310,6 +310,15 @@ secondPhase();
   });
 });
 
+describe('when there is no profile to read', () => {
+  it('says so in a line instead of throwing, so the bench still writes its report', () => {
+    const gone = join(tmpdir(), `flame-none-${process.pid}`);
+    expect(profilesOfProcess(gone, 4242)).toEqual([]);
+    expect(writeProcessFlameGraphs(gone, 4242, 'gateway', { fromAt: 0, toAt: 1, words: 'the steady state' })).toEqual([`gateway: no CPU profile of process 4242 in ${gone} (it did not exit by itself), so no flame graph`]);
+    expect(() => writeFlameGraph({ file: join(gone, 'a.cpuprofile'), fromSec: null, toSec: null, minShare: 0.001, out: join(gone, 'a.html') })).toThrow(`${join(gone, 'a.cpuprofile')}`);
+  });
+});
+
 describe('withCpuProfile (bench:api -- --cpu-prof)', () => {
   it('profiles the run in this process and writes the profile and its flame graph', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'flame-api-'));

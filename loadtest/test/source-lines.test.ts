@@ -64,6 +64,33 @@ describe('definitionLines', () => {
   });
 });
 
+describe('loading TypeScript', () => {
+  it('waits for the first TypeScript source to parse: the API bench, which measures its own process, does not carry the compiler', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'source-lines-lazy-'));
+    try {
+      const probe = join(dir, 'probe.mts');
+      const src = (f: string) => pathToFileURL(join(process.cwd(), 'loadtest/src', f)).href;
+      writeFileSync(
+        probe,
+        `import { createRequire } from 'node:module';
+import { withCpuProfile } from '${src('cpu-profile.ts')}';
+import { SourceLines } from '${src('profile/source-lines.ts')}';
+const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((k) => k.includes('/typescript/lib/'));
+const before = loaded();
+await withCpuProfile(undefined, 'x', async () => 1);
+const idle = loaded();
+const line = new SourceLines().line(${JSON.stringify(pathToFileURL(probe).href)}, 'loaded');
+console.log(JSON.stringify({ before, idle, after: loaded(), line }));
+`,
+      );
+      const out = await new Promise<string>((resolve, reject) => execFile(process.execPath, ['--import', 'tsx', probe], { timeout: 60_000, cwd: process.cwd() }, (err, stdout) => (err ? reject(err) : resolve(stdout))));
+      expect(JSON.parse(out)).toEqual({ before: false, idle: false, after: true, line: 4 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('SourceLines', () => {
   const dir = mkdtempSync(join(tmpdir(), 'source-lines-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

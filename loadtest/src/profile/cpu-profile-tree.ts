@@ -13,7 +13,8 @@
  * another process's terms ({@link monotonicUsAtEpochMs}).
  */
 
-import { SourceLines } from './source-lines.js';
+import { epochNow } from '../calls/process-sampler.js';
+import { isTypeScriptUrl, SourceLines } from './source-lines.js';
 
 export interface CpuProfileCallFrame {
   functionName: string;
@@ -68,8 +69,6 @@ export interface FlameFrame extends CodeTime {
   children: FlameFrame[];
 }
 
-export type FunctionTime = CodeTime;
-
 export interface ProfileTree {
   /** `(all busy time)`, whose children are the thread's top frames. */
   root: FlameFrame;
@@ -80,7 +79,7 @@ export interface ProfileTree {
   toUs: number;
   samples: number;
   /** Self and total time per function, most self time first. */
-  functions: FunctionTime[];
+  functions: CodeTime[];
   /** Self time per package (the `pkg` of each frame), most first. */
   packages: { pkg: string; category: FrameCategory; selfUs: number }[];
 }
@@ -126,8 +125,7 @@ function scriptUrl(url: string): string {
 /** A call frame's function, with no time yet. */
 function codeOf(f: CpuProfileCallFrame, sources: SourceLines | null): CodeTime {
   const url = scriptUrl(f.url);
-  const ts = /\.(?:[cm]?ts|tsx)$/.test(url);
-  const line = ts ? (sources?.line(url, f.functionName) ?? 0) : f.lineNumber > 0 ? f.lineNumber + 1 : 0;
+  const line = isTypeScriptUrl(url) ? (sources?.line(url, f.functionName) ?? 0) : f.lineNumber > 0 ? f.lineNumber + 1 : 0;
   return { name: f.functionName || '(anonymous)', url, line, ...classifyCode(f.url, f.functionName), selfUs: 0, totalUs: 0 };
 }
 
@@ -151,17 +149,17 @@ export function classifyCode(rawUrl: string, functionName: string): { category: 
 }
 
 /**
- * Monotonic µs (the profile's clock) of epoch ms `epochMs`, from one reading of both clocks in
- * this process. For a window given as wall-clock times (the bench's ramp end and steady end).
+ * Monotonic µs (the profile's clock) of epoch ms `epochMs`, from one reading of both clocks
+ * ({@link clockReading}). For a window given as wall-clock times (the bench's ramp end and steady end).
  */
-export function monotonicUsAtEpochMs(epochMs: number, reading: { monotonicUs: number; epochMs: number } = clockReading()): number {
+export function monotonicUsAtEpochMs(epochMs: number, reading: { monotonicUs: number; epochMs: number }): number {
   return reading.monotonicUs + (epochMs - reading.epochMs) * 1000;
 }
 
 /** Both clocks, read at once: the monotonic one in µs, the wall clock in epoch ms. */
 export function clockReading(): { monotonicUs: number; epochMs: number } {
   const monotonicUs = Number(process.hrtime.bigint() / 1000n);
-  return { monotonicUs, epochMs: performance.timeOrigin + performance.now() };
+  return { monotonicUs, epochMs: epochNow() };
 }
 
 /**
@@ -194,7 +192,7 @@ export function buildProfileTree(profile: CpuProfile, window: { fromUs?: number;
   const rootNode = profile.nodes.find((n) => !parent.has(n.id))!;
   const root: FlameFrame = { name: '(all busy time)', url: '', line: 0, category: 'v8', pkg: 'V8', selfUs: 0, totalUs: 0, children: [] };
   let idleUs = 0;
-  const fnTimes = new Map<string, FunctionTime>();
+  const fnTimes = new Map<string, CodeTime>();
   const keyOf = (f: CpuProfileCallFrame) => `${f.functionName}\u0000${f.url}\u0000${f.lineNumber}\u0000${f.columnNumber}`;
 
   // Merge into the frame tree, iteratively (stacks can be deep): the root's own self time is V8's too.

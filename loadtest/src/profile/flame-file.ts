@@ -4,7 +4,7 @@
  * or any `node --cpu-prof`), written beside it, and its largest self-time functions on the terminal.
  * `--from`/`--to` keep only that window, in seconds from the profile's start.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildProfileTree, clockReading, type CpuProfile, monotonicUsAtEpochMs, parseCpuProfile } from './cpu-profile-tree.js';
@@ -71,7 +71,8 @@ export function writeFlameGraph(options: FlameCliOptions): string[] {
 /** Node's `--cpu-prof` files of process `pid` in `dir` (`CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile`), thread 0 (the main thread) first. */
 export function profilesOfProcess(dir: string, pid: number): { file: string; thread: number }[] {
   const found: { file: string; thread: number }[] = [];
-  for (const name of readdirSync(dir)) {
+  // No directory: the process wrote no profile (Node makes it when it writes the first).
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
     const m = /^CPU\.\d+\.\d+\.(\d+)\.(\d+)\.\d+\.cpuprofile$/.exec(name);
     if (m && Number(m[1]) === pid) found.push({ file: join(dir, name), thread: Number(m[2]) });
   }
@@ -92,12 +93,16 @@ export function threadLabel(profile: CpuProfile, thread: number): string {
 /**
  * A flame graph page beside each `--cpu-prof` file of process `pid`, of the window between
  * epoch ms `fromAt` and `toAt` (the bench's steady state); one line each for the terminal.
- * A profile that cannot be read gets a line saying so, not an exception: the run's figures stand.
+ * A profile that cannot be read, or none at all, gets a line saying so, not an exception: the
+ * run's report is written after this.
  */
 export function writeProcessFlameGraphs(dir: string, pid: number, name: string, window: { fromAt: number; toAt: number; words: string }): string[] {
   const lines: string[] = [];
   const reading = clockReading();
-  for (const { file, thread } of profilesOfProcess(dir, pid)) {
+  const profiles = profilesOfProcess(dir, pid);
+  // A process killed (SIGKILL after its grace) writes none.
+  if (profiles.length === 0) lines.push(`${name}: no CPU profile of process ${pid} in ${dir} (it did not exit by itself), so no flame graph`);
+  for (const { file, thread } of profiles) {
     try {
       const profile = parseCpuProfile(readFileSync(file, 'utf8'), file);
       const tree = buildProfileTree(profile, { fromUs: monotonicUsAtEpochMs(window.fromAt, reading), toUs: monotonicUsAtEpochMs(window.toAt, reading) });

@@ -6,31 +6,48 @@
  * all gives no line rather than a wrong one.
  */
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
+import type ts from 'typescript';
+
+/**
+ * TypeScript's parser, loaded on the first file parsed: the benches import this module, and the
+ * API bench measures its own process, which should not carry the compiler unless a profile is read.
+ */
+let typescript: typeof ts | null = null;
+function parser(): typeof ts {
+  typescript ??= createRequire(import.meta.url)('typescript') as typeof ts;
+  return typescript;
+}
+
+/** Whether `url` is a TypeScript source (whose functions V8 places on tsx's compiled lines). */
+export function isTypeScriptUrl(url: string): boolean {
+  return /\.(?:[cm]?ts|tsx)$/.test(url);
+}
 
 /** The name V8 gives a function defined by `node`, or null when it defines none (or none by a plain name). */
-function definedName(node: ts.Node): string | null {
-  const nameOf = (n: ts.Node | undefined) => (n && (ts.isIdentifier(n) || ts.isPrivateIdentifier(n) || ts.isStringLiteral(n)) ? n.text : null);
-  const isFunction = (n: ts.Node | undefined) => !!n && (ts.isArrowFunction(n) || ts.isFunctionExpression(n));
-  if (ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node)) return nameOf(node.name);
-  if (ts.isGetAccessorDeclaration(node)) return `get ${nameOf(node.name) ?? ''}`;
-  if (ts.isSetAccessorDeclaration(node)) return `set ${nameOf(node.name) ?? ''}`;
-  if ((ts.isVariableDeclaration(node) || ts.isPropertyDeclaration(node) || ts.isPropertyAssignment(node)) && isFunction(node.initializer)) return nameOf(node.name);
+function definedName(api: typeof ts, node: ts.Node): string | null {
+  const nameOf = (n: ts.Node | undefined) => (n && (api.isIdentifier(n) || api.isPrivateIdentifier(n) || api.isStringLiteral(n)) ? n.text : null);
+  const isFunction = (n: ts.Node | undefined) => !!n && (api.isArrowFunction(n) || api.isFunctionExpression(n));
+  if (api.isFunctionDeclaration(node) || api.isMethodDeclaration(node)) return nameOf(node.name);
+  if (api.isGetAccessorDeclaration(node)) return `get ${nameOf(node.name) ?? ''}`;
+  if (api.isSetAccessorDeclaration(node)) return `set ${nameOf(node.name) ?? ''}`;
+  if ((api.isVariableDeclaration(node) || api.isPropertyDeclaration(node) || api.isPropertyAssignment(node)) && isFunction(node.initializer)) return nameOf(node.name);
   return null;
 }
 
 /** Every function name `source` defines, with the lines (1-based) defining it. */
 export function definitionLinesOf(source: string, fileName = 'source.ts'): Map<string, number[]> {
-  const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true, fileName.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const api = parser();
+  const file = api.createSourceFile(fileName, source, api.ScriptTarget.Latest, true, fileName.endsWith('.tsx') ? api.ScriptKind.TSX : api.ScriptKind.TS);
   const found = new Map<string, number[]>();
   const visit = (node: ts.Node) => {
-    const name = definedName(node);
+    const name = definedName(api, node);
     if (name) {
       const line = file.getLineAndCharacterOfPosition(node.getStart(file)).line + 1;
       found.set(name, [...(found.get(name) ?? []), line]);
     }
-    ts.forEachChild(node, visit);
+    api.forEachChild(node, visit);
   };
   visit(file);
   return found;
@@ -49,7 +66,7 @@ export class SourceLines {
   private readonly files = new Map<string, Map<string, number[]> | null>();
 
   line(url: string, name: string): number {
-    if (!/\.(?:[cm]?ts|tsx)$/.test(url)) return 0;
+    if (!isTypeScriptUrl(url)) return 0;
     let names = this.files.get(url);
     if (names === undefined) {
       const path = url.startsWith('file:') ? fileURLToPath(url) : url;
