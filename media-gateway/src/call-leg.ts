@@ -48,6 +48,11 @@ export interface CallLeg {
   resume(): void;
   /** Milliseconds of audio queued locally and not yet sent. */
   readonly queuedMs: number;
+  /**
+   * Agent audio is playing to the caller: queued here or sent and not yet reported played
+   * (its mark not echoed), and not paused. What a barge-in would stop.
+   */
+  readonly agentPlaying: boolean;
   /** End the call from our side; resolves when the leg is closed. */
   hangup(): Promise<void>;
 }

@@ -264,6 +264,12 @@ export abstract class PacedCallLeg implements CallLeg {
     return this.stream.queuedMs;
   }
 
+  get agentPlaying(): boolean {
+    // A mark follows every turn's audio (the session's output places one every 100 ms and at
+    // the end), so audio sent and not yet played has one outstanding.
+    return !this.stream.isPaused && (this.outstanding.size > 0 || this.stream.queuedMs > 0);
+  }
+
   /** Outbound pacing stats of this leg (frames sent, late frames). */
   get pacingStats(): Readonly<PacedStreamStats> {
     return this.stream.stats;

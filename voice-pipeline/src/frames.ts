@@ -22,7 +22,10 @@ export type Frame =
   /**
    * Tentative barge-in: the caller spoke over the agent long enough to stop it, not yet long
    * enough to be sure. The agent's audio pauses at once (the carrier's buffer is cleared, the
-   * unplayed audio held); an `interrupt` then confirms it, or `agent.resume` plays on.
+   * unplayed audio held); an `interrupt` then confirms it, or `agent.resume` plays on. Sent
+   * down by the `TurnDetector`; also handed to it by the session when the transport paused
+   * the agent itself, first (`VoiceSession.transportPaused`), `at - speechOnsetAt` then being
+   * the reaction the transport measured.
    */
   | { kind: 'agent.pause'; at: number; speechOnsetAt: number }
   /** A false interruption (cough, backchannel): the paused agent audio plays on from where it stopped. */

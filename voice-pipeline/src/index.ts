@@ -15,7 +15,7 @@ export { renderTemplate, buildSystemPrompt } from './session/prompt.js';
 export { KNOWLEDGE_HEADER, KNOWLEDGE_TOP_K, DEFAULT_KNOWLEDGE_MAX_CHARS, DEFAULT_RETRIEVAL_TIMEOUT_MS, knowledgeMessage, retrieveWithin, cutText } from './session/knowledge.js';
 export type { KnowledgeOptions, KnowledgePassage } from './session/knowledge.js';
 export type { AudioTransport } from './processors/audio-output.js';
-export { BARGE_IN_RULES, meaningfulWords } from './processors/turn-detector.js';
+export { BARGE_IN_RULES, meaningfulWords, stopAfterVoicedMs } from './processors/turn-detector.js';
 export { ProviderError, isRetryableStatus } from './providers/provider-error.js';
 export type * from './providers/types.js';
 export { createCallProviders, resolveCallEndpoints } from './providers/registry.js';

@@ -13,6 +13,7 @@ import { pino } from 'pino';
 import { ProviderError } from '@vap/voice-pipeline';
 import type { KnowledgePassage, RecordedMessage, RecordedTurn, SessionStatus, TurnMetrics } from '@vap/voice-pipeline';
 import type { CallLeg } from '../call-leg.js';
+import { EarlyBargeIn } from '../early-barge-in.js';
 import { Batcher, unpackBatch } from './protocol.js';
 import type { Batch, FromThread, SessionInit, SessionResult, ThreadLoopDelay, ThreadReady, ToThread } from './protocol.js';
 import { threadCpuMs, threadRunQueueWaitMs } from './thread-cpu.js';
@@ -250,6 +251,8 @@ class RemoteSession implements SessionHandle {
   private readonly messages: RecordedMessage[] = [];
   private readonly turns: RecordedTurn[] = [];
   private readonly metrics: TurnMetrics[] = [];
+  /** Stops the agent on caller speech from this loop, not waiting for the thread (`early-barge-in.ts`). */
+  private readonly bargeIn: EarlyBargeIn | null;
 
   constructor(
     private readonly id: number,
@@ -259,6 +262,7 @@ class RemoteSession implements SessionHandle {
     private readonly init: SessionInit,
   ) {
     this.ended = new Promise((r) => (this.resolveEnded = r));
+    this.bargeIn = EarlyBargeIn.forAgent(init.agent.interruption);
     leg.onMarkPlayed((name) => !this.done && out.send({ t: 'markPlayed', s: id, name }));
   }
 
@@ -268,7 +272,15 @@ class RemoteSession implements SessionHandle {
   }
 
   audio(mulaw: Uint8Array): void {
-    if (!this.done) this.out.audio(this.id, mulaw);
+    if (this.done) return;
+    const reactionMs = this.bargeIn?.frame(mulaw, performance.now()) ?? null;
+    if (reactionMs !== null && this.leg.agentPlaying) {
+      // Before the frame: the thread takes the pause over before its detector reads that
+      // frame, so the barge-in is reported once, with the reaction measured here.
+      this.leg.pause();
+      this.out.send({ t: 'transportPaused', s: this.id, reactionMs });
+    }
+    this.out.audio(this.id, mulaw);
   }
 
   /** Agent audio from the session (a view into its batch: the leg keeps it, nothing reuses it). */

@@ -73,6 +73,8 @@ function receive(m: ToThread): void {
     case 'stop':
       void session?.stop(m.reason, m.status);
       return;
+    case 'transportPaused':
+      return session?.transportPaused(m.reactionMs);
     case 'hungUp':
       for (const r of call.hangups.splice(0)) r();
       return;

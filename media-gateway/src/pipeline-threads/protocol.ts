@@ -60,6 +60,8 @@ export type ToThread =
   | { t: 'transportEnded'; s: number; reason: 'hangup' | 'socket-lost' | 'local' }
   | { t: 'stop'; s: number; reason: string; status: SessionStatus }
   | { t: 'hungUp'; s: number }
+  /** The gateway's loop paused the agent on caller speech (`early-barge-in.ts`), `reactionMs` after its onset: the session takes it over. */
+  | { t: 'transportPaused'; s: number; reactionMs: number }
   | { t: 'retrieved'; s: number; id: number; passages: KnowledgePassage[] | null; error: string | null }
   /** Not a call's (`s` is 0): asks the thread for its {@link ThreadLoopDelay} since the last ask. */
   | { t: 'stats'; s: 0; id: number }

@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { KnowledgePassage, ProviderError, ProviderRuntime, RecordedMessage, RecordedTurn, TurnMetrics } from '@vap/voice-pipeline';
 import { callerSpeechMulaw, startProviders } from '@vap/voice-pipeline';
 import type { CallLeg } from '../../src/call-leg.js';
+import { EarlyBargeIn } from '../../src/early-barge-in.js';
 import { PipelineThreads } from '../../src/pipeline-threads/pipeline-threads.js';
 import type { SessionHooks } from '../../src/pipeline-threads/pipeline-threads.js';
 import type { SessionInit } from '../../src/pipeline-threads/protocol.js';
@@ -45,18 +46,24 @@ class InstantLeg implements CallLeg {
   }
   sendMark(name: string): void {
     this.commands.push(`mark ${name}`);
-    setTimeout(() => this.markListeners.forEach((l) => l(name)), 1);
+    if (!this.holdMarks) setTimeout(() => this.markListeners.forEach((l) => l(name)), 1);
   }
+  /** Set by a test: marks are never echoed, so the session hears its agent speaking throughout. */
+  holdMarks = false;
   clear(): void {
     this.commands.push('clear');
+    this.agentPlaying = false;
   }
   pause(): void {
     this.commands.push('pause');
+    this.agentPlaying = false;
   }
   resume(): void {
     this.commands.push('resume');
   }
   readonly queuedMs = 0;
+  /** Set by a test: the agent is heard (the gateway's own barge-in watch pauses the leg then). */
+  agentPlaying = false;
   async hangup(): Promise<void> {
     this.hangups++;
   }
@@ -324,6 +331,53 @@ describe('PipelineThreads', () => {
     expect(seen.messages[2]!.message.role).toBe('agent');
     expect(seen.metrics).toHaveLength(1);
     expect(seen.metrics[0]!.totalMs).toBeGreaterThan(0);
+    await session.stop('test_over', 'completed');
+  }, 30_000);
+
+  it('pauses the agent from the gateway\'s loop on the frame that makes 100 ms of voice over it, not waiting for the thread, which takes the pause over and confirms it: one barge-in, with the loop\'s reaction', async () => {
+    threads = new PipelineThreads({ size: 1, logger: pino({ level: 'silent' }) });
+    const line = 'Can you repeat that please?';
+    providers.simulators.deepgram!.setScript('CA8', [line]);
+    const { logger } = capture();
+    const { hooks } = hooksFor(logger);
+    const bargeIns: number[] = [];
+    hooks.onBargeIn = (ms) => bargeIns.push(ms);
+    const leg = new InstantLeg('CA8');
+    leg.holdMarks = true;
+    const session = threads.open(init({ call: { callSid: 'CA8', from: null, to: null, metadata: {} } }), leg, hooks);
+    session.start();
+    // The greeting reaches the leg; its marks are never echoed, so it is heard throughout.
+    await vi.waitFor(() => expect(leg.audio.length).toBeGreaterThan(0), { timeout: 15_000, interval: 20 });
+    leg.agentPlaying = true;
+    const speech = await callerSpeechMulaw(line);
+    const audio = new Uint8Array(8 * 400 + speech.byteLength + 8 * 1000).fill(0xff);
+    audio.set(speech, 8 * 400);
+    // Where the detector's rule is met: the fifth frame of a voiced run (a watch of the test's own, on the same frames).
+    const watch = EarlyBargeIn.forAgent(init().agent.interruption)!;
+    const frames: Uint8Array[] = [];
+    for (let at = 0; at < audio.byteLength; at += 160) frames.push(audio.subarray(at, at + 160));
+    const due = frames.findIndex((f, i) => watch.frame(f, 20 * i) !== null);
+    expect(due).toBeGreaterThan(20);
+    let firstVoicedAt = 0;
+    let pausedAt = 0;
+    for (let i = 0; i < frames.length; i++) {
+      const before = leg.commands.filter((c) => c === 'pause').length;
+      if (i === due - 4) firstVoicedAt = performance.now();
+      session.audio(frames[i]!);
+      if (i === due) {
+        pausedAt = performance.now();
+        // Synchronously, in the loop's handling of that frame: the thread has not seen it yet.
+        expect(leg.commands.filter((c) => c === 'pause').length).toBe(before + 1);
+      } else if (i < due) expect(leg.commands).not.toContain('pause');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // The thread took the pause over (its output pauses the leg again: a no-op on a carrier leg), and the word confirmed it.
+    await vi.waitFor(() => expect(leg.commands).toContain('clear'), { timeout: 10_000, interval: 20 });
+    const after = leg.commands.slice(leg.commands.indexOf('pause'));
+    expect(after.filter((c) => c === 'pause' || c === 'clear' || c === 'resume')).toEqual(['pause', 'pause', 'clear']);
+    expect(bargeIns).toHaveLength(1);
+    expect(bargeIns[0]!).toBeGreaterThanOrEqual(80);
+    expect(Math.abs(bargeIns[0]! - (pausedAt - firstVoicedAt))).toBeLessThan(2);
     await session.stop('test_over', 'completed');
   }, 30_000);
 });

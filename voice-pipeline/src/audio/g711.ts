@@ -7,6 +7,7 @@
  * (which these tables reproduce exactly, as the `alawmulaw` npm package does) are in
  * reference/audio-formats.md §G.711.
  */
+import { dbfsOfSumSquares } from './pcm.js';
 
 /** μ-law code for digital silence (positive zero; 0x7F is negative zero). 160 bytes = 20 ms. */
 export const MULAW_SILENCE = 0xff;
@@ -109,6 +110,20 @@ export function mulawDecode(bytes: Uint8Array): Int16Array {
 export function mulawDecodeInto(bytes: Uint8Array, out: Int16Array): Int16Array {
   if (out.length !== bytes.length) throw new RangeError(`mulawDecodeInto: ${bytes.length} bytes into ${out.length} samples`);
   return decodeWith(MULAW_DECODE, bytes, out);
+}
+
+/** Each μ-law code's decoded sample, squared. */
+const MULAW_SQUARES = Float64Array.from(MULAW_DECODE, (s) => s * s);
+
+/**
+ * The RMS level in dBFS of μ-law audio, exactly `levelDbfs(mulawDecode(bytes))` (the same
+ * integer sum of squares), without decoding: one table load per byte. The gateway's loop
+ * runs the VAD on every caller frame with it (media-gateway `early-barge-in.ts`).
+ */
+export function mulawLevelDbfs(bytes: Uint8Array): number {
+  let sumSquares = 0;
+  for (let i = 0; i < bytes.length; i++) sumSquares += MULAW_SQUARES[bytes[i]!]!;
+  return dbfsOfSumSquares(sumSquares, bytes.length);
 }
 
 /** Encodes signed 16-bit PCM to A-law, one byte per sample. Returns a new array. */

@@ -1,5 +1,5 @@
 /** Audio helpers of the voice pipeline: G.711, PCM16, WAV, resampling, framing, VAD, test speech. */
-export { mulawEncode, mulawDecode, alawEncode, alawDecode, MULAW_SILENCE, ALAW_SILENCE } from './g711.js';
+export { mulawEncode, mulawDecode, mulawLevelDbfs, alawEncode, alawDecode, MULAW_SILENCE, ALAW_SILENCE } from './g711.js';
 export { pcm16FromBytesLE, pcm16ToBytesLE, levelDbfs, concatInt16, concatBytes, SILENCE_DBFS } from './pcm.js';
 export { parseWav, encodeWav, type WavAudio } from './wav.js';
 export { Resampler, resample } from './resampler.js';

@@ -51,14 +51,22 @@ export const SILENCE_DBFS = -100;
  * sine about -3 dBFS. Returns -100 for empty input or all-zero samples, and never less.
  */
 export function levelDbfs(pcm: Int16Array): number {
-  if (pcm.length === 0) return SILENCE_DBFS;
   let sumSquares = 0;
   for (let i = 0; i < pcm.length; i++) {
     const s = pcm[i]!;
     sumSquares += s * s;
   }
-  if (sumSquares === 0) return SILENCE_DBFS;
-  const rms = Math.sqrt(sumSquares / pcm.length);
+  return dbfsOfSumSquares(sumSquares, pcm.length);
+}
+
+/**
+ * The level {@link levelDbfs} gives `count` samples whose squares sum to `sumSquares` (an
+ * integer, exact in a double for any frame size used here), for callers that sum them
+ * another way (`mulawLevelDbfs`, from the μ-law codes).
+ */
+export function dbfsOfSumSquares(sumSquares: number, count: number): number {
+  if (count === 0 || sumSquares === 0) return SILENCE_DBFS;
+  const rms = Math.sqrt(sumSquares / count);
   return Math.max(SILENCE_DBFS, 20 * Math.log10(rms / 32768));
 }
 

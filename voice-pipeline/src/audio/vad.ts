@@ -51,7 +51,14 @@ export class EnergyVad {
 
   /** Classifies one frame of PCM16 and updates the noise floor. */
   process(frame: Int16Array): VadDecision {
-    const levelDb = levelDbfs(frame);
+    return this.decide(levelDbfs(frame));
+  }
+
+  /**
+   * Classifies one frame by its level in dBFS (as {@link process} measures it, or
+   * `mulawLevelDbfs` from μ-law codes) and updates the noise floor.
+   */
+  decide(levelDb: number): VadDecision {
     const isSpeech = levelDb > Math.max(this.minSpeechDb, this.#floorDb + this.marginDb);
     const rate = levelDb < this.#floorDb ? FALL_RATE : isSpeech ? RISE_RATE_LOUD : RISE_RATE_QUIET;
     this.#floorDb = Math.max(SILENCE_DBFS, this.#floorDb + rate * (levelDb - this.#floorDb));

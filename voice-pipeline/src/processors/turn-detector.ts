@@ -53,6 +53,19 @@ export const BARGE_IN_RULES = {
 } as const;
 
 /**
+ * The voiced run (ms, short gaps as {@link TurnDetector} counts them) after which caller speech
+ * over the agent stops it whatever the words: paused at `medium` and `low`, interrupted at
+ * `high`. The gateway's event loop watches for it on every caller frame, with the same VAD,
+ * and pauses the agent itself (media-gateway `early-barge-in.ts`): the caller then hears the
+ * agent stop when this thread is behind too, and the pause comes here as `agent.pause` from
+ * above, which the detector takes over (confirmed by the rule, or resumed).
+ */
+export function stopAfterVoicedMs(sensitivity: keyof typeof BARGE_IN_RULES): number {
+  const rule = BARGE_IN_RULES[sensitivity];
+  return rule.pauseAfterMs ?? rule.minVoicedMs;
+}
+
+/**
  * A paused agent resumes after this much caller silence with no barge-in confirmed (the
  * false-interruption window). Long enough for the STT's first word of real speech to arrive
  * (the Deepgram simulator sends it ~260 ms after onset, so for a short "Stop." ~100 ms after
@@ -111,7 +124,8 @@ type FinalFrame = Extract<Frame, { kind: 'transcript.final' }>;
  *   emits `interrupt` (down). At `medium` and `low`, `agent.pause` comes first (after
  *   `pauseAfterMs` of voice), and `agent.resume` follows instead of `interrupt` when the
  *   caller falls quiet for {@link RESUME_AFTER_MS} without meeting the rule. Backchannels
- *   alone never start a turn while the agent talks.
+ *   alone never start a turn while the agent talks. An `agent.pause` from above (the
+ *   transport paused first, {@link stopAfterVoicedMs}) is taken over as its own.
  */
 export class TurnDetector extends Processor {
   readonly name = 'TurnDetector';
@@ -198,6 +212,9 @@ export class TurnDetector extends Processor {
         this.paused = false;
         this.push(frame);
         return;
+      case 'agent.pause':
+        this.adoptPause(frame);
+        return;
       default:
         this.push(frame);
     }
@@ -268,6 +285,21 @@ export class TurnDetector extends Processor {
       this.overlapping = true;
       this.push({ kind: 'agent.pause', at, speechOnsetAt: this.speechOnsetAt });
     }
+  }
+
+  /**
+   * The transport paused the agent itself (`VoiceSession.transportPaused`: the gateway's loop
+   * saw {@link stopAfterVoicedMs} of voice over the agent before this thread did). Taken over
+   * as if decided here, so that the rule confirms it or the agent resumes after
+   * {@link RESUME_AFTER_MS} of quiet. Ignored when this detector paused already, and when no
+   * agent turn is audible here: an `interrupt` was decided meanwhile, and its `clear`, on its
+   * way to the transport, ends that pause there.
+   */
+  private adoptPause(frame: Extract<Frame, { kind: 'agent.pause' }>): void {
+    if (this.paused || this.audibleTurns.size === 0) return;
+    this.paused = true;
+    this.overlapping = true;
+    this.push(frame);
   }
 
   private maybeEndTurn(at: number): void {

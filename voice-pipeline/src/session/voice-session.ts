@@ -85,6 +85,7 @@ export class VoiceSession {
   private readonly tts: TtsProcessor;
   private readonly aggregator = new SentenceAggregator();
   private readonly output: AudioOutput;
+  private readonly detector: TurnDetector;
   private readonly timers: CallTimers;
   private readonly origin: number;
   private readonly now: () => number;
@@ -143,7 +144,7 @@ export class VoiceSession {
       },
     });
     this.output = new AudioOutput(opts.transport, clock);
-    const detector = new TurnDetector({
+    const detector = (this.detector = new TurnDetector({
       silenceDurationMs: a.endpointing.silenceDurationMs,
       utteranceEndMs: a.endpointing.utteranceEndMs,
       interruptionEnabled: a.interruption.enabled,
@@ -151,7 +152,7 @@ export class VoiceSession {
       finalizeStt: () => this.stt.finalize(),
       utteranceOpen: (open) => this.stt.setUtteranceOpen(open),
       vad: opts.vad,
-    });
+    }));
     this.pipeline = new Pipeline(
       [
         new DtmfCollector({ enabled: a.dtmfEnabled, clock }),
@@ -202,6 +203,19 @@ export class VoiceSession {
     // a pipeline thread otherwise allocates one per frame of every call it runs.
     if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
     this.pipeline.send({ kind: 'audio.in', mulaw, pcm: mulawDecodeInto(mulaw, this.pcm), at: this.clock() });
+  }
+
+  /**
+   * The transport paused the agent on its own (the gateway's loop saw the caller speak over
+   * it for `stopAfterVoicedMs`, with the same VAD, before this session's thread got to those
+   * frames), `reactionMs` after the caller's speech onset by its own clock. The turn detector
+   * takes the pause over: the rule confirms it (`interrupt`) or the agent resumes. The
+   * barge-in is reported with the transport's reaction (`onBargeIn`), once: a detector that
+   * paused already ignores it.
+   */
+  transportPaused(reactionMs: number): void {
+    const at = this.clock();
+    this.pipeline.sendTo(this.detector, { kind: 'agent.pause', at, speechOnsetAt: at - reactionMs });
   }
 
   dtmf(digit: string): void {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ALAW_SILENCE, MULAW_SILENCE, alawDecode, alawEncode, mulawDecode, mulawDecodeInto, mulawEncode } from '../../src/audio/g711.js';
+import { ALAW_SILENCE, MULAW_SILENCE, alawDecode, alawEncode, mulawDecode, mulawDecodeInto, mulawEncode, mulawLevelDbfs } from '../../src/audio/g711.js';
+import { levelDbfs, SILENCE_DBFS } from '../../src/audio/pcm.js';
 
 // reference/audio-formats.md, G.711 test vectors (checked against the alawmulaw package).
 const MULAW_VECTORS: [pcm: number, code: number, decoded: number][] = [
@@ -77,6 +78,28 @@ describe('μ-law', () => {
   it('encodes a subarray view starting at an offset', () => {
     const backing = new Int16Array([1, 2, 1000, -1000, 5]);
     expect(Array.from(mulawEncode(backing.subarray(2, 4)))).toEqual([0xce, 0x4e]);
+  });
+});
+
+describe('mulawLevelDbfs', () => {
+  it('is exactly the level of the decoded samples, for every code and for random frames of any length', () => {
+    for (let code = 0; code < 256; code++) {
+      const frame = new Uint8Array(160).fill(code);
+      expect(mulawLevelDbfs(frame)).toBe(levelDbfs(mulawDecode(frame)));
+    }
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (let i = 0; i < 500; i++) {
+      const frame = Uint8Array.from({ length: 1 + (next() % 400) }, () => next() & 0xff);
+      expect(mulawLevelDbfs(frame)).toBe(levelDbfs(mulawDecode(frame)));
+    }
+    const speechLike = mulawEncode(Int16Array.from({ length: 160 }, (_, i) => Math.round(8000 * Math.sin(i / 3))));
+    expect(mulawLevelDbfs(speechLike)).toBeCloseTo(20 * Math.log10(8000 / Math.SQRT2 / 32768), 1);
+  });
+
+  it('gives digital silence and empty input -100 dBFS', () => {
+    expect(mulawLevelDbfs(new Uint8Array(160).fill(MULAW_SILENCE))).toBe(SILENCE_DBFS);
+    expect(mulawLevelDbfs(new Uint8Array(0))).toBe(SILENCE_DBFS);
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EnergyVad } from '../../src/audio/vad.js';
 import { toneSpeech } from '../../src/audio/synth.js';
-import { concatInt16 } from '../../src/audio/pcm.js';
+import { concatInt16, levelDbfs } from '../../src/audio/pcm.js';
 import { frames, sine, whiteNoise } from './audio-signals.js';
 
 const FRAME_8K = 160;
@@ -36,6 +36,17 @@ describe('EnergyVad', () => {
     expect(silent.length).toBeGreaterThan(5);
     expect(loud.every((r) => r.isSpeech)).toBe(true);
     expect(silent.some((r) => r.isSpeech)).toBe(false);
+  });
+
+  it('decides on a level as it does on the frame it was measured from, floor included', () => {
+    const signal = concatInt16([whiteNoise(-60, 4000), toneSpeech('Can you tell me where you are located?', 8000), whiteNoise(-60, 4000)]);
+    const byFrame = new EnergyVad({ sampleRateHz: 8000 });
+    const byLevel = new EnergyVad({ sampleRateHz: 8000 });
+    const decisions = frames(signal, 160).map((f) => [byFrame.process(f), byLevel.decide(levelDbfs(f))]);
+    for (const [a, b] of decisions) expect(b).toEqual(a);
+    expect(decisions.filter(([a]) => a!.isSpeech).length).toBeGreaterThan(10);
+    expect(decisions.filter(([a]) => !a!.isSpeech).length).toBeGreaterThan(10);
+    expect(byLevel.noiseFloorDb).toBe(byFrame.noiseFloorDb);
   });
 
   it('reports each frame level in dBFS', () => {

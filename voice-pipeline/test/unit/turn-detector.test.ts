@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { TurnDetectorOptions } from '../../src/processors/turn-detector.js';
-import { meaningfulWords, NEW_SPEECH_AFTER_MS, RESUME_AFTER_MS, TurnDetector } from '../../src/processors/turn-detector.js';
+import { BARGE_IN_RULES, meaningfulWords, NEW_SPEECH_AFTER_MS, RESUME_AFTER_MS, stopAfterVoicedMs, TurnDetector } from '../../src/processors/turn-detector.js';
 import { frames, Harness, levelVad } from './harness.js';
 
 /** Time here is the frames' `at` (the session clock): the detector itself keeps no timers. */
@@ -504,6 +504,79 @@ describe('TurnDetector: pause, then confirm or resume', () => {
     h.down(frames.interrupt(1200, 'ending'));
     feed(1200, 1000, false);
     expect(h.downOf('agent.resume')).toEqual([]);
+  });
+});
+
+describe('TurnDetector: a pause the transport made first', () => {
+  /** What `VoiceSession.transportPaused` hands the detector: the pause, with the transport's reaction. */
+  const transportPause = (at: number, reactionMs: number) => ({ kind: 'agent.pause' as const, at, speechOnsetAt: at - reactionMs });
+
+  it('stops the agent after the pause rule\'s voice at medium and low, the interrupt rule\'s at high', () => {
+    expect(stopAfterVoicedMs('medium')).toBe(BARGE_IN_RULES.medium.pauseAfterMs);
+    expect(stopAfterVoicedMs('low')).toBe(BARGE_IN_RULES.low.pauseAfterMs);
+    expect(stopAfterVoicedMs('high')).toBe(BARGE_IN_RULES.high.minVoicedMs);
+    expect([stopAfterVoicedMs('medium'), stopAfterVoicedMs('low'), stopAfterVoicedMs('high')]).toEqual([100, 100, 120]);
+  });
+
+  it('takes the pause over before reading the frame that would have paused it: one pause, with the transport\'s reaction, then confirmed by a word', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 80, true);
+    h.down(transportPause(1080, 95));
+    expect(h.downOf('agent.pause')).toEqual([{ kind: 'agent.pause', at: 1080, speechOnsetAt: 985 }]);
+    feed(1080, 180, true);
+    expect(h.downOf('agent.pause')).toHaveLength(1);
+    h.down(frames.interim('wait', 1260));
+    expect(h.downOf('interrupt')).toEqual([{ kind: 'interrupt', cause: 'barge-in', at: 1260, speechOnsetAt: 1000 }]);
+    feed(1260, 2000, false);
+    expect(h.downOf('agent.resume')).toEqual([]);
+  });
+
+  it('resumes a cough the transport paused, once the caller has been quiet for RESUME_AFTER_MS', () => {
+    const { h, feed } = setup();
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 80, true);
+    h.down(transportPause(1080, 90));
+    feed(1080, 80, true); // the cough's last voiced frame ends at 1160
+    feed(1160, 2000, false);
+    expect(h.downOf('agent.pause')).toHaveLength(1);
+    expect(h.downOf('agent.resume')).toEqual([{ kind: 'agent.resume', at: 1160 + RESUME_AFTER_MS - 20, speechOnsetAt: 1000 }]);
+    expect(h.downOf('user.turn')).toEqual([]);
+  });
+
+  it('ignores it when it paused already, and when no agent turn is audible (an interrupt was decided: its clear ends the pause)', () => {
+    const first = setup();
+    first.h.up(frames.audioStarted('turn_a', 900));
+    first.feed(1000, 100, true);
+    first.h.down(transportPause(1100, 100));
+    expect(first.h.downOf('agent.pause')).toEqual([{ kind: 'agent.pause', at: 1080, speechOnsetAt: 1000 }]);
+
+    const cleared = setup();
+    cleared.h.up(frames.audioStarted('turn_a', 900));
+    cleared.feed(1000, 140, true);
+    cleared.h.down(frames.interim('stop', 1140));
+    expect(cleared.h.downOf('interrupt')).toHaveLength(1);
+    cleared.h.down(transportPause(1140, 140));
+    expect(cleared.h.downOf('agent.pause')).toHaveLength(1); // the detector's own, before the interrupt
+    cleared.feed(1140, 2000, false);
+    expect(cleared.h.downOf('agent.resume')).toEqual([]);
+
+    const silent = setup();
+    silent.feed(1000, 200, true);
+    silent.h.down(transportPause(1200, 100));
+    silent.feed(1200, 2000, false);
+    expect(silent.h.downOf('agent.pause')).toEqual([]);
+    expect(silent.h.downOf('agent.resume')).toEqual([]);
+  });
+
+  it('at high, where the rule interrupts without pausing, the interrupt follows the transport\'s pause', () => {
+    const { h, feed } = setup({ sensitivity: 'high' });
+    h.up(frames.audioStarted('turn_a', 900));
+    feed(1000, 100, true);
+    h.down(transportPause(1100, 100));
+    feed(1100, 20, true);
+    expect(h.downOf('agent.pause').map((f) => f.at)).toEqual([1100]);
+    expect(h.downOf('interrupt').map((f) => f.at)).toEqual([1100]);
   });
 });
 

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { callerSpeechMulaw, coughMulaw, EnergyVad, MULAW_SILENCE, mulawDecode, mulawEncode, silenceMulaw } from '@vap/voice-pipeline';
+import { TurnDetector } from '@vap/voice-pipeline/testing';
+import type { Frame } from '@vap/voice-pipeline/testing';
+import { EarlyBargeIn } from '../../src/early-barge-in.js';
+
+const FRAME = 160;
+const loud = mulawEncode(Int16Array.from({ length: FRAME }, (_, i) => Math.round(9000 * Math.sin(i / 2.5))));
+const quiet = new Uint8Array(FRAME).fill(MULAW_SILENCE);
+
+/** Feeds frames 20 ms apart from `t0`; returns each frame's result. */
+function feed(watch: EarlyBargeIn, frames: Uint8Array[], t0 = 1000): (number | null)[] {
+  return frames.map((f, i) => watch.frame(f, t0 + 20 * i));
+}
+
+function framesOf(mulaw: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let at = 0; at + FRAME <= mulaw.length; at += FRAME) out.push(mulaw.subarray(at, at + FRAME));
+  return out;
+}
+
+describe('EarlyBargeIn', () => {
+  it('says stop on the fifth voiced frame at medium (100 ms) and the sixth at high (120 ms), with the time since the first one arrived', () => {
+    const medium = EarlyBargeIn.forAgent({ enabled: true, sensitivity: 'medium' })!;
+    expect(feed(medium, [quiet, quiet, loud, loud, loud, loud, loud, loud])).toEqual([null, null, null, null, null, null, 80, 100]);
+    const high = EarlyBargeIn.forAgent({ enabled: true, sensitivity: 'high' })!;
+    expect(feed(high, [loud, loud, loud, loud, loud, loud, loud])).toEqual([null, null, null, null, null, 100, 120]);
+    expect(EarlyBargeIn.forAgent({ enabled: false, sensitivity: 'high' })).toBeNull();
+  });
+
+  it('keeps the run over one quiet frame, as the turn detector does, and starts again after two', () => {
+    const one = EarlyBargeIn.forAgent({ enabled: true, sensitivity: 'medium' })!;
+    // Four voiced frames, one quiet, then the fifth voiced one: 100 ms of voice in 120 ms.
+    expect(feed(one, [loud, loud, loud, loud, quiet, loud])).toEqual([null, null, null, null, null, 100]);
+    const two = EarlyBargeIn.forAgent({ enabled: true, sensitivity: 'medium' })!;
+    expect(feed(two, [loud, loud, loud, loud, quiet, quiet, loud, loud, loud, loud, loud])).toEqual([null, null, null, null, null, null, null, null, null, null, 80]);
+  });
+
+  it('decides on the frame where the turn detector pauses the agent, on real speech and on a cough over the agent', async () => {
+    const clips = [
+      ['speech', await callerSpeechMulaw('Actually, can you tell me where you are located?')],
+      ['cough', coughMulaw()],
+    ] as const;
+    for (const [, clip] of clips) {
+      // Quiet before and after the clip, as on a line between words.
+      const audio = framesOf(Uint8Array.from([...silenceMulaw(600), ...clip, ...silenceMulaw(600)]));
+      const detector = new TurnDetector({ silenceDurationMs: 500, utteranceEndMs: 1000, interruptionEnabled: true, sensitivity: 'medium', finalizeStt: () => {}, vad: new EnergyVad({ sampleRateHz: 8000 }) });
+      const paused: number[] = [];
+      detector.link((f: Frame) => f.kind === 'agent.pause' && paused.push(f.at), () => {});
+      detector.process({ kind: 'agent.audio-started', turnId: 't1', at: 0 }, 'up');
+      const watch = EarlyBargeIn.forAgent({ enabled: true, sensitivity: 'medium' })!;
+      const said: number[] = [];
+      audio.forEach((mulaw, i) => {
+        const at = 20 * i;
+        if (watch.frame(mulaw, at) !== null) said.push(at);
+        detector.process({ kind: 'audio.in', mulaw, pcm: mulawDecode(mulaw), at }, 'down');
+      });
+      expect(paused).toHaveLength(1);
+      expect(said[0]).toBe(paused[0]);
+    }
+  });
+});
