@@ -24,9 +24,9 @@ import { onsetMs, rms } from '../recording-audio.js';
  * into its stages (ms from the onset: the start of the audio in the clip's first voiced frame):
  *
  *   → VAD onset: the 60 ms of voice the turn detector needs have left the caller
- *   → pause = clear sent: 100 ms of voice over the agent pause it (`agent.pause`: the audio
- *     output pauses the leg, which sends `clear` and holds the unplayed audio), seen through
- *     the gateway's barge-in metric
+ *   → pause = clear sent: 100 ms of voice over the agent pause it (the gateway's loop pauses
+ *     the leg, which sends `clear` and holds the unplayed audio, and the session's turn
+ *     detector takes the pause over: early-barge-in.ts), seen through the gateway's barge-in metric
  *   → clear received by the caller
  *   → first meaningful word: the STT simulator's first result with a non-backchannel word,
  *     which confirms the barge-in (`interrupt`: the held audio is dropped, the turn truncated).
