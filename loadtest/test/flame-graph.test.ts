@@ -304,6 +304,8 @@ secondPhase();
     expect(printed[1]).toBe('largest self time, % of busy:');
     expect(readFileSync(out, 'utf8')).toContain('firstPhase (phases.mjs:2)');
     expect(() => writeFlameGraph({ file: join(dir, 'phases.mjs'), fromSec: null, toSec: null, minShare: 0.001, out })).toThrow(/phases\.mjs: not JSON/);
+    expect(() => writeFlameGraph({ file: join(dir, 'none.cpuprofile'), fromSec: null, toSec: null, minShare: 0.001, out })).toThrow(`${join(dir, 'none.cpuprofile')}: no such file`);
+    expect(() => writeFlameGraph({ file: dir, fromSec: null, toSec: null, minShare: 0.001, out })).toThrow(`${dir}: a directory, not a CPU profile (a .cpuprofile file)`);
     // A window past the profile's end is refused, not drawn empty; one running past it is cut at the end.
     expect(() => writeFlameGraph({ file, fromSec: 3600, toSec: null, minShare: 0.001, out })).toThrow(/^--from: 3600 s is at or past the end of .*\.cpuprofile, which spans \d+\.\d s$/);
     expect(writeFlameGraph({ file, fromSec: 0, toSec: 3600, minShare: 0.001, out })[0]).toMatch(/\(0\.0–(\d+\.\d) s of \1 s, busy/);

@@ -57,7 +57,7 @@ export function parseFlameArgs(argv: string[], cwd = process.cwd()): { options: 
 
 /** Writes the page; its lines for the terminal. Throws (with the file named) when the profile cannot be read or `--from` is past its end. */
 export function writeFlameGraph(options: FlameCliOptions): string[] {
-  const profile = parseCpuProfile(readFileSync(options.file, 'utf8'), options.file);
+  const profile = parseCpuProfile(readProfileText(options.file), options.file);
   const spanSec = (profile.endTime - profile.startTime) / 1e6;
   if (options.fromSec !== null && options.fromSec >= spanSec) throw new Error(`--from: ${options.fromSec} s is at or past the end of ${options.file}, which spans ${spanSec.toFixed(1)} s`);
   const fromUs = options.fromSec === null ? undefined : profile.startTime + options.fromSec * 1e6;
@@ -66,6 +66,18 @@ export function writeFlameGraph(options: FlameCliOptions): string[] {
   const window = options.fromSec === null && options.toSec === null ? `the whole profile, ${spanSec.toFixed(1)} s` : `${(options.fromSec ?? 0).toFixed(1)}–${Math.min(options.toSec ?? spanSec, spanSec).toFixed(1)} s of ${spanSec.toFixed(1)} s`;
   writeFileSync(options.out, renderFlameGraphPage(tree, { title: basename(options.file), file: options.file, window }, { minShare: options.minShare }));
   return [`flame graph of ${options.file} (${window}, busy ${(tree.busyUs / 1000).toFixed(0)} ms) written to ${options.out}`, 'largest self time, % of busy:', ...topFunctionsText(tree)];
+}
+
+/** The file's text; a file that is not there or not a file gets an error that says so in words, naming it. */
+function readProfileText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new Error(`${file}: no such file`);
+    if (code === 'EISDIR') throw new Error(`${file}: a directory, not a CPU profile (a .cpuprofile file)`);
+    throw err;
+  }
 }
 
 /** Node's `--cpu-prof` files of process `pid` in `dir` (`CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile`), thread 0 (the main thread) first. */
