@@ -198,6 +198,31 @@ export function mediaStreamLegContract(carrier: string, start: () => Promise<Leg
       expect(await new Promise((resolve) => leg.onEnd(resolve))).toBe('local');
     });
 
+    it('says the agent is playing from its first queued audio until the mark after it is played, and not while paused or after a clear', async () => {
+      const { leg } = await dial();
+      const played: string[] = [];
+      leg.onMarkPlayed((name) => played.push(name));
+      expect(leg.agentPlaying).toBe(false);
+      leg.sendAudio(tone(200));
+      leg.sendMark('a');
+      expect(leg.agentPlaying).toBe(true);
+      // Every frame has left (the queue is empty) while the carrier still plays them: the mark is out.
+      await vi.waitFor(() => expect(leg.queuedMs).toBe(0), { timeout: 1000, interval: 5 });
+      expect(played).toEqual([]);
+      expect(leg.agentPlaying).toBe(true);
+      await vi.waitFor(() => expect(played).toEqual(['a']), { timeout: 2000, interval: 5 });
+      expect(leg.agentPlaying).toBe(false);
+      leg.sendAudio(tone(400));
+      leg.sendMark('b');
+      await new Promise((r) => setTimeout(r, 100));
+      leg.pause();
+      expect(leg.agentPlaying).toBe(false);
+      leg.resume();
+      expect(leg.agentPlaying).toBe(true);
+      leg.clear();
+      expect(leg.agentPlaying).toBe(false);
+    });
+
     it('pause holds the unplayed audio (clearing the carrier where it can); resume plays it and then reports the mark', async () => {
       const { sim, leg } = await dial();
       const played: string[] = [];

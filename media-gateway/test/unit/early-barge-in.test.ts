@@ -36,12 +36,15 @@ describe('EarlyBargeIn', () => {
     expect(feed(two, [loud, loud, loud, loud, quiet, quiet, loud, loud, loud, loud, loud])).toEqual([null, null, null, null, null, null, null, null, null, null, 80]);
   });
 
-  it('decides on the frame where the turn detector pauses the agent, on real speech and on a cough over the agent', async () => {
+  it('decides on the frame where the turn detector pauses the agent, on real speech and on a cough over the agent, and never before it', async () => {
     const clips = [
-      ['speech', await callerSpeechMulaw('Actually, can you tell me where you are located?')],
-      ['cough', coughMulaw()],
+      ['speech', await callerSpeechMulaw('Actually, can you tell me where you are located?'), 0],
+      ['cough', coughMulaw(), 0],
+      // 60 ms of voice, 60 ms quiet, then on: the detector counts the utterance's voice across the
+      // gap (60 + 40 ≥ 100 ms) and pauses two frames before the loop, which counts one run.
+      ['a word, a pause, words', Uint8Array.from([...Array(3).fill([...loud]).flat(), ...Array(3).fill([...quiet]).flat(), ...Array(10).fill([...loud]).flat()]), 40],
     ] as const;
-    for (const [, clip] of clips) {
+    for (const [name, clip, loopLaterMs] of clips) {
       // Quiet before and after the clip, as on a line between words.
       const audio = framesOf(Uint8Array.from([...silenceMulaw(600), ...clip, ...silenceMulaw(600)]));
       const detector = new TurnDetector({ silenceDurationMs: 500, utteranceEndMs: 1000, interruptionEnabled: true, sensitivity: 'medium', finalizeStt: () => {}, vad: new EnergyVad({ sampleRateHz: 8000 }) });
@@ -55,8 +58,8 @@ describe('EarlyBargeIn', () => {
         if (watch.frame(mulaw, at) !== null) said.push(at);
         detector.process({ kind: 'audio.in', mulaw, pcm: mulawDecode(mulaw), at }, 'down');
       });
-      expect(paused).toHaveLength(1);
-      expect(said[0]).toBe(paused[0]);
+      expect(paused, name).toHaveLength(1);
+      expect(said[0]! - paused[0]!, name).toBe(loopLaterMs);
     }
   });
 });

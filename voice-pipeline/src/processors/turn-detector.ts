@@ -213,7 +213,8 @@ export class TurnDetector extends Processor {
         this.push(frame);
         return;
       case 'agent.pause':
-        this.adoptPause(frame);
+        // From above, a pause can only be the transport's (the session hands it over with `takeTransportPause`).
+        this.takeTransportPause(frame);
         return;
       default:
         this.push(frame);
@@ -290,16 +291,20 @@ export class TurnDetector extends Processor {
   /**
    * The transport paused the agent itself (`VoiceSession.transportPaused`: the gateway's loop
    * saw {@link stopAfterVoicedMs} of voice over the agent before this thread did). Taken over
-   * as if decided here, so that the rule confirms it or the agent resumes after
-   * {@link RESUME_AFTER_MS} of quiet. Ignored when this detector paused already, and when no
-   * agent turn is audible here: an `interrupt` was decided meanwhile, and its `clear`, on its
-   * way to the transport, ends that pause there.
+   * as if decided here (`taken`: sent on down, so that the rule confirms it or the agent resumes
+   * after {@link RESUME_AFTER_MS} of quiet); `paused` when this detector paused already (its own
+   * pause is on its way, and its end will be too); `not-audible` when no agent turn is audible
+   * here, and the transport must play on: an `interrupt` was decided meanwhile (its `clear` ends
+   * the pause anyway), or what the transport still had was a turn that made no audio (an empty
+   * reply's end mark).
    */
-  private adoptPause(frame: Extract<Frame, { kind: 'agent.pause' }>): void {
-    if (this.paused || this.audibleTurns.size === 0) return;
+  takeTransportPause(frame: Extract<Frame, { kind: 'agent.pause' }>): 'taken' | 'paused' | 'not-audible' {
+    if (this.paused) return 'paused';
+    if (this.audibleTurns.size === 0) return 'not-audible';
     this.paused = true;
     this.overlapping = true;
     this.push(frame);
+    return 'taken';
   }
 
   private maybeEndTurn(at: number): void {

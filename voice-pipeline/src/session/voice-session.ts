@@ -211,11 +211,15 @@ export class VoiceSession {
    * frames), `reactionMs` after the caller's speech onset by its own clock. The turn detector
    * takes the pause over: the rule confirms it (`interrupt`) or the agent resumes. The
    * barge-in is reported with the transport's reaction (`onBargeIn`), once: a detector that
-   * paused already ignores it.
+   * paused already ignores it. When no agent turn is audible to the detector, the transport
+   * is told to play on.
    */
   transportPaused(reactionMs: number): void {
+    if (this.finished) return;
     const at = this.clock();
-    this.pipeline.sendTo(this.detector, { kind: 'agent.pause', at, speechOnsetAt: at - reactionMs });
+    // Nothing the caller hears is this session's to pause: the transport plays on (after a
+    // `clear` already on its way, a no-op).
+    if (this.detector.takeTransportPause({ kind: 'agent.pause', at, speechOnsetAt: at - reactionMs }) === 'not-audible') this.opts.transport.resume();
   }
 
   dtmf(digit: string): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { TurnDetectorOptions } from '../../src/processors/turn-detector.js';
-import { BARGE_IN_RULES, meaningfulWords, NEW_SPEECH_AFTER_MS, RESUME_AFTER_MS, stopAfterVoicedMs, TurnDetector } from '../../src/processors/turn-detector.js';
+import { meaningfulWords, NEW_SPEECH_AFTER_MS, RESUME_AFTER_MS, stopAfterVoicedMs, TurnDetector } from '../../src/processors/turn-detector.js';
 import { frames, Harness, levelVad } from './harness.js';
 
 /** Time here is the frames' `at` (the session clock): the detector itself keeps no timers. */
@@ -8,12 +8,14 @@ function setup(over: Partial<TurnDetectorOptions> = {}) {
   const finalizeStt = vi.fn();
   const detector = new TurnDetector({ silenceDurationMs: 500, utteranceEndMs: 1000, interruptionEnabled: true, sensitivity: 'medium', finalizeStt, vad: levelVad(), ...over });
   const h = new Harness(detector);
+  /** What `VoiceSession.transportPaused` does: the transport's pause, with its reaction, handed to the detector. */
+  const transportPause = (at: number, reactionMs: number) => detector.takeTransportPause({ kind: 'agent.pause', at, speechOnsetAt: at - reactionMs });
   /** Feeds 20 ms frames covering [from, from + ms); returns the next frame's time. */
   const feed = (from: number, ms: number, voiced: boolean): number => {
     for (let t = from; t < from + ms; t += 20) h.down(frames.audio(t, voiced));
     return from + ms;
   };
-  return { h, feed, finalizeStt };
+  return { h, feed, finalizeStt, transportPause };
 }
 
 describe('TurnDetector: endpointing', () => {
@@ -508,21 +510,15 @@ describe('TurnDetector: pause, then confirm or resume', () => {
 });
 
 describe('TurnDetector: a pause the transport made first', () => {
-  /** What `VoiceSession.transportPaused` hands the detector: the pause, with the transport's reaction. */
-  const transportPause = (at: number, reactionMs: number) => ({ kind: 'agent.pause' as const, at, speechOnsetAt: at - reactionMs });
-
-  it('stops the agent after the pause rule\'s voice at medium and low, the interrupt rule\'s at high', () => {
-    expect(stopAfterVoicedMs('medium')).toBe(BARGE_IN_RULES.medium.pauseAfterMs);
-    expect(stopAfterVoicedMs('low')).toBe(BARGE_IN_RULES.low.pauseAfterMs);
-    expect(stopAfterVoicedMs('high')).toBe(BARGE_IN_RULES.high.minVoicedMs);
+  it('stops the agent after 100 ms of voice at medium and low (the pause rule), 120 ms at high (the interrupt rule)', () => {
     expect([stopAfterVoicedMs('medium'), stopAfterVoicedMs('low'), stopAfterVoicedMs('high')]).toEqual([100, 100, 120]);
   });
 
   it('takes the pause over before reading the frame that would have paused it: one pause, with the transport\'s reaction, then confirmed by a word', () => {
-    const { h, feed } = setup();
+    const { h, feed, transportPause } = setup();
     h.up(frames.audioStarted('turn_a', 900));
     feed(1000, 80, true);
-    h.down(transportPause(1080, 95));
+    expect(transportPause(1080, 95)).toBe('taken');
     expect(h.downOf('agent.pause')).toEqual([{ kind: 'agent.pause', at: 1080, speechOnsetAt: 985 }]);
     feed(1080, 180, true);
     expect(h.downOf('agent.pause')).toHaveLength(1);
@@ -533,10 +529,10 @@ describe('TurnDetector: a pause the transport made first', () => {
   });
 
   it('resumes a cough the transport paused, once the caller has been quiet for RESUME_AFTER_MS', () => {
-    const { h, feed } = setup();
+    const { h, feed, transportPause } = setup();
     h.up(frames.audioStarted('turn_a', 900));
     feed(1000, 80, true);
-    h.down(transportPause(1080, 90));
+    expect(transportPause(1080, 90)).toBe('taken');
     feed(1080, 80, true); // the cough's last voiced frame ends at 1160
     feed(1160, 2000, false);
     expect(h.downOf('agent.pause')).toHaveLength(1);
@@ -544,11 +540,11 @@ describe('TurnDetector: a pause the transport made first', () => {
     expect(h.downOf('user.turn')).toEqual([]);
   });
 
-  it('ignores it when it paused already, and when no agent turn is audible (an interrupt was decided: its clear ends the pause)', () => {
+  it('leaves it when it paused already, and says not-audible when no agent turn is audible (an interrupt was decided, or the turn made no audio)', () => {
     const first = setup();
     first.h.up(frames.audioStarted('turn_a', 900));
     first.feed(1000, 100, true);
-    first.h.down(transportPause(1100, 100));
+    expect(first.transportPause(1100, 100)).toBe('paused');
     expect(first.h.downOf('agent.pause')).toEqual([{ kind: 'agent.pause', at: 1080, speechOnsetAt: 1000 }]);
 
     const cleared = setup();
@@ -556,24 +552,26 @@ describe('TurnDetector: a pause the transport made first', () => {
     cleared.feed(1000, 140, true);
     cleared.h.down(frames.interim('stop', 1140));
     expect(cleared.h.downOf('interrupt')).toHaveLength(1);
-    cleared.h.down(transportPause(1140, 140));
+    expect(cleared.transportPause(1140, 140)).toBe('not-audible');
     expect(cleared.h.downOf('agent.pause')).toHaveLength(1); // the detector's own, before the interrupt
     cleared.feed(1140, 2000, false);
     expect(cleared.h.downOf('agent.resume')).toEqual([]);
 
     const silent = setup();
     silent.feed(1000, 200, true);
-    silent.h.down(transportPause(1200, 100));
+    expect(silent.transportPause(1200, 100)).toBe('not-audible');
+    // A pause from above goes the same way.
+    silent.h.down({ kind: 'agent.pause', at: 1200, speechOnsetAt: 1100 });
     silent.feed(1200, 2000, false);
     expect(silent.h.downOf('agent.pause')).toEqual([]);
     expect(silent.h.downOf('agent.resume')).toEqual([]);
   });
 
   it('at high, where the rule interrupts without pausing, the interrupt follows the transport\'s pause', () => {
-    const { h, feed } = setup({ sensitivity: 'high' });
+    const { h, feed, transportPause } = setup({ sensitivity: 'high' });
     h.up(frames.audioStarted('turn_a', 900));
     feed(1000, 100, true);
-    h.down(transportPause(1100, 100));
+    expect(transportPause(1100, 100)).toBe('taken');
     feed(1100, 20, true);
     expect(h.downOf('agent.pause').map((f) => f.at)).toEqual([1100]);
     expect(h.downOf('interrupt').map((f) => f.at)).toEqual([1100]);

@@ -285,4 +285,33 @@ describe('VoiceSession', () => {
     expect(said().at(-1)).toBe('We are open from nine to five.');
     expect(session.record.interruptions).toBe(1);
   });
+  it('takes a pause the transport made first over: one barge-in with the transport\'s reaction, confirmed by the word; with no agent audible, the transport is told to play on', async () => {
+    const first = 'Hi, this is Ava from Smile Dental. How can I help you today?';
+    const { session, transport, bargeIns, stt } = setup({ firstMessageMode: 'assistant_speaks_first', firstMessage: first }, undefined, true);
+    // Before the first message's audio: nothing of this session's is heard, so the transport plays on.
+    session.transportPaused(70);
+    expect(transport.log.filter((e) => e.type === 'pause' || e.type === 'resume')).toEqual([{ type: 'resume' }]);
+    session.start();
+    await flush();
+    await vi.advanceTimersByTimeAsync(200);
+    // Four voiced frames reach the session; the transport paused on the fifth, before handing it over.
+    for (let i = 0; i < 4; i++) {
+      session.audio(callerAudio(true));
+      await vi.advanceTimersByTimeAsync(20);
+    }
+    session.transportPaused(137);
+    expect(transport.log.filter((e) => e.type === 'pause' || e.type === 'resume')).toEqual([{ type: 'resume' }, { type: 'pause' }]);
+    expect(bargeIns).toEqual([137]);
+    for (let i = 0; i < 5; i++) {
+      session.audio(callerAudio(true));
+      await vi.advanceTimersByTimeAsync(20);
+    }
+    // The detector's own rule, met on the next frame, does not pause or report again; the word confirms.
+    stt.streams[0]!.emit({ type: 'transcript', text: 'Wait', isFinal: false, speechFinal: false, confidence: 0.5, startMs: 0, endMs: 180, words: [] });
+    await flush();
+    expect(transport.log.filter((e) => e.type === 'pause' || e.type === 'resume')).toEqual([{ type: 'resume' }, { type: 'pause' }]);
+    expect(transport.clears).toBe(1);
+    expect(bargeIns).toEqual([137]);
+    expect(session.record.interruptions).toBe(1);
+  });
 });
