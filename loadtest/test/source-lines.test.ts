@@ -5,7 +5,10 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildProfileTree, parseCpuProfile } from '../src/profile/cpu-profile-tree.js';
-import { SourceLines, definitionLines } from '../src/profile/source-lines.js';
+import { SourceLines, definitionLinesOf } from '../src/profile/source-lines.js';
+
+/** Lines (1-based) of `source` that define `name`. */
+const definitionLines = (source: string, name: string): number[] => definitionLinesOf(source).get(name) ?? [];
 
 const SOURCE = `import { x } from './x.js';
 

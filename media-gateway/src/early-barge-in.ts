@@ -15,42 +15,44 @@
  * (speech that began before the agent did, counted over the whole utterance): then the leg
  * is already paused and nothing happens here.
  */
-import { EnergyVad, mulawLevelDbfs, stopAfterVoicedMs } from '@vap/voice-pipeline';
+import { EnergyVad, FRAME_MS, mulawLevelDbfs, stopAfterVoicedMs } from '@vap/voice-pipeline';
 import type { AgentConfig } from '@vap/shared';
 
-const FRAME_MS = 20;
+const loopClock = (): number => performance.now();
 
 /** One call's watch. Feed it every caller frame, in order, as it arrives. */
 export class EarlyBargeIn {
   private readonly vad = new EnergyVad({ sampleRateHz: 8000 });
-  private readonly stopAfterMs: number;
   private voicedRunMs = 0;
   private quietFrames = 0;
-  /** When the first voiced frame of the current run arrived (performance.now() ms). */
+  /** When the first voiced frame of the current run arrived (`clock` ms). */
   private runStartedAt = 0;
 
   /** Null when the agent's interruption is off: nothing to watch for. */
-  static forAgent(interruption: AgentConfig['interruption']): EarlyBargeIn | null {
-    return interruption.enabled ? new EarlyBargeIn(stopAfterVoicedMs(interruption.sensitivity)) : null;
+  static forAgent(interruption: AgentConfig['interruption'], clock: () => number = loopClock): EarlyBargeIn | null {
+    return interruption.enabled ? new EarlyBargeIn(stopAfterVoicedMs(interruption.sensitivity), clock) : null;
   }
 
-  constructor(stopAfterMs: number) {
-    this.stopAfterMs = stopAfterMs;
-  }
+  /** `clock` (ms) is read only on voiced frames: most frames, quiet ones, cost no clock read. */
+  constructor(
+    private readonly stopAfterMs: number,
+    private readonly clock: () => number = loopClock,
+  ) {}
 
   /**
-   * One caller frame (μ-law, normally 20 ms) that arrived at `now`. Returns the reaction in
-   * ms (`now` less the arrival of the run's first voiced frame, the detector's speech onset)
-   * when the caller has spoken long enough to stop the agent, on this frame and each voiced
-   * frame after it in the run; else null. Whether the agent is playing is the caller's to check.
+   * One caller frame (μ-law, normally 20 ms), as it arrives. Returns the reaction in ms (now
+   * less the arrival of the run's first voiced frame, the detector's speech onset) when the
+   * caller has spoken long enough to stop the agent, on this frame and each voiced frame
+   * after it in the run; else null. Whether the agent is playing is the caller's to check.
    */
-  frame(mulaw: Uint8Array, now: number): number | null {
+  frame(mulaw: Uint8Array): number | null {
     const { isSpeech } = this.vad.decide(mulawLevelDbfs(mulaw));
     if (!isSpeech) {
       if (++this.quietFrames >= 2) this.voicedRunMs = 0;
       return null;
     }
     this.quietFrames = 0;
+    const now = this.clock();
     if (this.voicedRunMs === 0) this.runStartedAt = now;
     this.voicedRunMs += FRAME_MS;
     return this.voicedRunMs >= this.stopAfterMs ? now - this.runStartedAt : null;

@@ -53,11 +53,6 @@ export function definitionLinesOf(source: string, fileName = 'source.ts'): Map<s
   return found;
 }
 
-/** Lines (1-based) of `source` that define `name`. */
-export function definitionLines(source: string, name: string): number[] {
-  return definitionLinesOf(source).get(name) ?? [];
-}
-
 /**
  * Finds lines of TypeScript functions by name, parsing each file once. `line(url, name)` is the
  * only line of `url`'s source that defines `name`, or 0.

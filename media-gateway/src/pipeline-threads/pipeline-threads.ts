@@ -273,7 +273,7 @@ class RemoteSession implements SessionHandle {
 
   audio(mulaw: Uint8Array): void {
     if (this.done) return;
-    const reactionMs = this.bargeIn?.frame(mulaw, performance.now()) ?? null;
+    const reactionMs = this.bargeIn?.frame(mulaw) ?? null;
     if (reactionMs !== null && this.leg.agentPlaying) {
       // Before the frame: the thread takes the pause over before its detector reads that
       // frame, so the barge-in is reported once, with the reaction measured here.

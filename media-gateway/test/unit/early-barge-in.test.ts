@@ -8,9 +8,15 @@ const FRAME = 160;
 const loud = mulawEncode(Int16Array.from({ length: FRAME }, (_, i) => Math.round(9000 * Math.sin(i / 2.5))));
 const quiet = new Uint8Array(FRAME).fill(MULAW_SILENCE);
 
-/** Feeds frames 20 ms apart from `t0`; returns each frame's result. */
-function feed(watch: EarlyBargeIn, frames: Uint8Array[], t0 = 1000): (number | null)[] {
-  return frames.map((f, i) => watch.frame(f, t0 + 20 * i));
+/** A watch on a test clock, and how to feed it frames 20 ms apart from `t0` (each frame's result). */
+function watchOf(sensitivity: 'low' | 'medium' | 'high') {
+  let now = 0;
+  const watch = EarlyBargeIn.forAgent({ enabled: true, sensitivity }, () => now)!;
+  return {
+    /** One frame arriving at `at`. */
+    frameAt: (mulaw: Uint8Array, at: number) => ((now = at), watch.frame(mulaw)),
+    feed: (frames: Uint8Array[], t0 = 1000): (number | null)[] => frames.map((f, i) => ((now = t0 + 20 * i), watch.frame(f))),
+  };
 }
 
 function framesOf(mulaw: Uint8Array): Uint8Array[] {
@@ -21,19 +27,15 @@ function framesOf(mulaw: Uint8Array): Uint8Array[] {
 
 describe('EarlyBargeIn', () => {
   it('says stop on the fifth voiced frame at medium (100 ms) and the sixth at high (120 ms), with the time since the first one arrived', () => {
-    const medium = EarlyBargeIn.forAgent({ enabled: true, sensitivity: 'medium' })!;
-    expect(feed(medium, [quiet, quiet, loud, loud, loud, loud, loud, loud])).toEqual([null, null, null, null, null, null, 80, 100]);
-    const high = EarlyBargeIn.forAgent({ enabled: true, sensitivity: 'high' })!;
-    expect(feed(high, [loud, loud, loud, loud, loud, loud, loud])).toEqual([null, null, null, null, null, 100, 120]);
+    expect(watchOf('medium').feed([quiet, quiet, loud, loud, loud, loud, loud, loud])).toEqual([null, null, null, null, null, null, 80, 100]);
+    expect(watchOf('high').feed([loud, loud, loud, loud, loud, loud, loud])).toEqual([null, null, null, null, null, 100, 120]);
     expect(EarlyBargeIn.forAgent({ enabled: false, sensitivity: 'high' })).toBeNull();
   });
 
   it('keeps the run over one quiet frame, as the turn detector does, and starts again after two', () => {
-    const one = EarlyBargeIn.forAgent({ enabled: true, sensitivity: 'medium' })!;
     // Four voiced frames, one quiet, then the fifth voiced one: 100 ms of voice in 120 ms.
-    expect(feed(one, [loud, loud, loud, loud, quiet, loud])).toEqual([null, null, null, null, null, 100]);
-    const two = EarlyBargeIn.forAgent({ enabled: true, sensitivity: 'medium' })!;
-    expect(feed(two, [loud, loud, loud, loud, quiet, quiet, loud, loud, loud, loud, loud])).toEqual([null, null, null, null, null, null, null, null, null, null, 80]);
+    expect(watchOf('medium').feed([loud, loud, loud, loud, quiet, loud])).toEqual([null, null, null, null, null, 100]);
+    expect(watchOf('medium').feed([loud, loud, loud, loud, quiet, quiet, loud, loud, loud, loud, loud])).toEqual([null, null, null, null, null, null, null, null, null, null, 80]);
   });
 
   it('decides on the frame where the turn detector pauses the agent, on real speech and on a cough over the agent, and never before it', async () => {
@@ -51,11 +53,11 @@ describe('EarlyBargeIn', () => {
       const paused: number[] = [];
       detector.link((f: Frame) => f.kind === 'agent.pause' && paused.push(f.at), () => {});
       detector.process({ kind: 'agent.audio-started', turnId: 't1', at: 0 }, 'up');
-      const watch = EarlyBargeIn.forAgent({ enabled: true, sensitivity: 'medium' })!;
+      const watch = watchOf('medium');
       const said: number[] = [];
       audio.forEach((mulaw, i) => {
         const at = 20 * i;
-        if (watch.frame(mulaw, at) !== null) said.push(at);
+        if (watch.frameAt(mulaw, at) !== null) said.push(at);
         detector.process({ kind: 'audio.in', mulaw, pcm: mulawDecode(mulaw), at }, 'down');
       });
       expect(paused, name).toHaveLength(1);

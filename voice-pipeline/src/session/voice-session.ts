@@ -144,7 +144,7 @@ export class VoiceSession {
       },
     });
     this.output = new AudioOutput(opts.transport, clock);
-    const detector = (this.detector = new TurnDetector({
+    this.detector = new TurnDetector({
       silenceDurationMs: a.endpointing.silenceDurationMs,
       utteranceEndMs: a.endpointing.utteranceEndMs,
       interruptionEnabled: a.interruption.enabled,
@@ -152,12 +152,12 @@ export class VoiceSession {
       finalizeStt: () => this.stt.finalize(),
       utteranceOpen: (open) => this.stt.setUtteranceOpen(open),
       vad: opts.vad,
-    }));
+    });
     this.pipeline = new Pipeline(
       [
         new DtmfCollector({ enabled: a.dtmfEnabled, clock }),
         this.stt,
-        detector,
+        this.detector,
         new Tap('caller-tap', (f, d) => this.observeCaller(f, d)),
         this.conversation,
         new Tap('agent-tap', (f, d) => this.observeAgent(f, d)),
